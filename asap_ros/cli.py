@@ -1,7 +1,8 @@
 """The ``asap-ros`` command: one entry point, one module per subcommand.
 
 Each subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int`` and is
-imported only when that subcommand runs, so ``asap-ros --help`` stays fast.
+kept light at import time (heavy imports such as rclpy, mujoco, onnxruntime go inside
+``run``), so ``asap-ros --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 
 from asap_ros.errors import AsapError
 
-# subcommand -> (module, one-line help)
+# subcommand -> (module under asap_ros.commands, one-line help); keep heavy imports inside run()
 COMMANDS: dict[str, tuple[str, str]] = {
 }
 

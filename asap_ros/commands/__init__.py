@@ -1,0 +1,1 @@
+"""Subcommands of ``asap-ros``; see :mod:`asap_ros.cli`."""
