@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 from pathlib import Path
 
@@ -10,16 +9,17 @@ import pytest
 
 from asap_ros.assets import asset_root
 
-_domains = itertools.count()
-
-
 @pytest.fixture(scope="session")
 def assets() -> Path:
     """ASAP's published assets (``../shared/asap-assets`` here, or ``$ASAP_ASSETS``)."""
     return asset_root()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def dds_domain() -> int:
-    """A DDS domain id no other test process on this machine is using right now."""
-    return 1 + (os.getpid() * 7 + next(_domains)) % 200
+    """This test process's own DDS domain id (1..200), so concurrent runs never cross-talk.
+
+    unitree_sdk2py's channel factory is process-global: one domain per process. Tests that
+    need a second domain start a subprocess.
+    """
+    return 1 + os.getpid() % 200
