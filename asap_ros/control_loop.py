@@ -1,0 +1,256 @@
+"""The real-time control thread: absolute deadlines around the pure :class:`Controller`.
+
+One step: wake on the deadline, take the newest ``LowState`` that arrived after it (waiting
+at most ``state_wait_ns``), decode, ``Controller.step``, encode and write the ``LowCmd``.
+Nothing slow runs here: each step leaves a :class:`StepRecord` in a bounded queue that a
+second thread hands to the sinks (DDS/ROS publishers, statistics). An e-stop wakes the loop
+at once, so the damping command goes out without waiting for the next deadline.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from asap_ros.controller import Controller, StepOutput
+from asap_ros.g1 import LowCmdEncoder, decode_lowstate
+from asap_ros.state_machine import EStop
+
+Sink = Callable[["StepRecord"], None]
+
+
+@dataclass
+class StepRecord:
+    """What one control step did, for publishers and recorders (off the control path)."""
+
+    stamp_ns: int
+    """System time at which the LowCmd was written."""
+    control_tick: int
+    output: StepOutput
+    lowstate_tick: int
+    lowstate_stamp_ns: int
+    mocap_stamp_ns: int
+    compute_ns: int
+    latency_ns: int
+    """LowCmd write time minus the arrival time of the LowState it was built from."""
+    late: bool
+
+
+class LatestState:
+    """The newest raw ``LowState`` and its arrival stamp, handed from the DDS thread to the loop."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._msg: Any = None
+        self._stamp_ns = 0
+        self._seq = 0
+
+    def put(self, msg: Any) -> None:
+        """DDS callback: stamp on arrival, keep only the newest sample."""
+        stamp = time.time_ns()
+        with self._cond:
+            self._msg, self._stamp_ns = msg, stamp
+            self._seq += 1
+            self._cond.notify_all()
+
+    def newest_after(self, seq: int, timeout_s: float) -> tuple[Any, int, int]:
+        """``(msg, stamp_ns, seq)`` of a sample newer than ``seq``, or the newest one on timeout."""
+        with self._cond:
+            if self._seq <= seq:
+                self._cond.wait_for(lambda: self._seq > seq, timeout=timeout_s)
+            return self._msg, self._stamp_ns, self._seq
+
+
+class TimingStats:
+    """Fixed-size rings of step latency and compute time, and the deadline-miss count."""
+
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        self.latency_ns = np.zeros(capacity, dtype=np.int64)
+        self.compute_ns = np.zeros(capacity, dtype=np.int64)
+        self.count = 0
+        self.deadline_misses = 0
+        self.skipped_periods = 0
+
+    def add(self, latency_ns: int, compute_ns: int) -> None:
+        i = self.count % len(self.latency_ns)
+        self.latency_ns[i] = latency_ns
+        self.compute_ns[i] = compute_ns
+        self.count += 1
+
+    def summary(self) -> dict[str, float]:
+        """Percentiles in microseconds over the retained steps (those built from a LowState)."""
+        n = min(self.count, len(self.latency_ns))
+        result: dict[str, float] = {
+            "steps": self.count,
+            "deadline_misses": self.deadline_misses,
+            "skipped_periods": self.skipped_periods,
+        }
+        if n:
+            for name, ring in (("latency", self.latency_ns), ("compute", self.compute_ns)):
+                p50, p99, pmax = np.percentile(ring[:n], [50, 99, 100]) / 1e3
+                result.update({f"{name}_p50_us": p50, f"{name}_p99_us": p99, f"{name}_max_us": pmax})
+        return result
+
+
+class ControlLoop:
+    """Runs a :class:`Controller` at a fixed rate on its own thread.
+
+    ``write_lowcmd`` is the only I/O on the control path (the DDS write of the LowCmd).
+    """
+
+    def __init__(
+        self,
+        controller: Controller,
+        write_lowcmd: Callable[[Any], None],
+        period_s: float = 0.02,
+        state_wait_s: float = 0.004,
+        late_after_s: float = 0.005,
+        realtime_priority: int = 0,
+        record_queue: int = 1024,
+    ) -> None:
+        self.controller = controller
+        self.latest = LatestState()
+        self.stats = TimingStats()
+        self.mocap_stamp_ns = 0
+        self._write = write_lowcmd
+        self._encoder = LowCmdEncoder()
+        self._period_ns = int(round(period_s * 1e9))
+        self._state_wait_s = state_wait_s
+        self._late_after_ns = int(late_after_s * 1e9)
+        self._priority = realtime_priority
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._records: collections.deque[StepRecord] = collections.deque(maxlen=record_queue)
+        self._records_ready = threading.Condition()
+        self._sinks: list[Sink] = []
+        self._threads: list[threading.Thread] = []
+        self._mode_machine: int | None = None
+        self._tick = 0
+        self._dropped_records = 0
+        self.priority_note: str | None = None
+        self.sink_errors: list[str] = []
+
+    # --- operator side (any thread) -------------------------------------------------
+    def request(self, req: Any) -> None:
+        """Validate and apply an operator request; raises RejectedRequest, state unchanged."""
+        with self._lock:
+            self.controller.request(req, time.time_ns())
+        if isinstance(req, EStop):
+            self._wake.set()
+
+    def add_sink(self, sink: Sink) -> None:
+        """Call ``sink(record)`` for every step, from the sink thread, never the control thread."""
+        self._sinks.append(sink)
+
+    @property
+    def dropped_records(self) -> int:
+        """Step records a slow sink thread lost (the queue is bounded)."""
+        return self._dropped_records
+
+    # --- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        self._threads = [
+            threading.Thread(target=self._run, name="asap-control", daemon=True),
+            threading.Thread(target=self._drain, name="asap-sinks", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        with self._records_ready:
+            self._records_ready.notify_all()
+        for thread in self._threads:
+            thread.join(timeout_s)
+
+    # --- control thread --------------------------------------------------------------
+    def _run(self) -> None:
+        self._set_realtime_priority()
+        seq = 0
+        late = False
+        deadline = time.monotonic_ns() + self._period_ns
+        while not self._stop.is_set():
+            woken = self._wake.wait(max(0.0, (deadline - time.monotonic_ns()) / 1e9))
+            if self._stop.is_set():
+                break
+            if woken:
+                self._wake.clear()
+                msg, arrival_ns, seq = self.latest.newest_after(seq, 0.0)
+                self._step(msg, arrival_ns, late=False)
+                continue
+            msg, arrival_ns, seq = self.latest.newest_after(seq, self._state_wait_s)
+            self._step(msg, arrival_ns, late)
+            finished = time.monotonic_ns()
+            late = finished > deadline + self._late_after_ns
+            if late:
+                self.stats.deadline_misses += 1
+            deadline += self._period_ns
+            if finished >= deadline:  # overran whole periods: skip them, keep the phase grid
+                skipped = (finished - deadline) // self._period_ns + 1
+                self.stats.skipped_periods += int(skipped)
+                deadline += skipped * self._period_ns
+
+    def _step(self, msg: Any, arrival_ns: int, late: bool) -> None:
+        started = time.time_ns()
+        state = decode_lowstate(msg, arrival_ns) if msg is not None else None
+        if state is not None and state.crc_ok:
+            self._mode_machine = state.mode_machine
+        with self._lock:
+            output = self.controller.step(state, time.time_ns(), late)
+        if self._mode_machine is None:
+            return  # never heard from the robot: a LowCmd needs its mode_machine
+        self._write(self._encoder.encode(output.command, self._mode_machine))
+        written = time.time_ns()
+        latency = written - arrival_ns if state is not None else 0
+        compute = written - started
+        if state is not None:
+            self.stats.add(latency, compute)
+        self._tick += 1
+        if len(self._records) == self._records.maxlen:
+            self._dropped_records += 1
+        self._records.append(
+            StepRecord(
+                stamp_ns=written,
+                control_tick=self._tick,
+                output=output,
+                lowstate_tick=state.tick if state is not None else 0,
+                lowstate_stamp_ns=arrival_ns if state is not None else 0,
+                mocap_stamp_ns=self.mocap_stamp_ns,
+                compute_ns=compute,
+                latency_ns=latency,
+                late=late,
+            )
+        )
+        with self._records_ready:
+            self._records_ready.notify()
+
+    def _set_realtime_priority(self) -> None:
+        if self._priority > 0 and hasattr(os, "sched_setscheduler"):
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self._priority))
+            except PermissionError:
+                self.priority_note = "SCHED_FIFO not permitted; running at normal priority"
+
+    # --- sink thread -----------------------------------------------------------------
+    def _drain(self) -> None:
+        while True:
+            with self._records_ready:
+                self._records_ready.wait_for(lambda: self._records or self._stop.is_set(), 0.1)
+            while self._records:
+                record = self._records.popleft()
+                for sink in self._sinks:
+                    try:
+                        sink(record)
+                    except Exception as exc:  # a broken sink must not stop the others
+                        if len(self.sink_errors) < 100:
+                            self.sink_errors.append(f"{getattr(sink, '__qualname__', sink)}: {exc!r}")
+            if self._stop.is_set():
+                return
