@@ -1,0 +1,352 @@
+"""One control step: state machine + safety checks + policies -> one :class:`JointCommand`.
+
+Commands per mode (29 motors; the wrists, which ASAP's actors do not drive, are held at
+their hold pose with their own gains in every mode that applies torque):
+
+- PASSIVE: kp 0, kd ``passive.kd`` (0 = zero torque), motors enabled.
+- STAND_UP: targets move linearly from the pose measured when Stand was accepted to the
+  default pose over ``stand_up.duration_s``; kp ramps from ``kp_start_fraction`` x deploy kp
+  to deploy kp, kd is the deploy kd throughout.
+- HOLD: PD to the default pose with deploy gains, reached by a linear blend from the previous
+  targets over ``hold.return_blend_s``. ASAP runs its standing/locomotion actor here; this
+  runtime holds the pose instead.
+- PREPARE: blend from the current targets and gains to the policy's start pose and gains over
+  the policy spec's ``prepare.blend_s``, hold ``prepare.hold_s`` (per motion, in
+  ``policies/*.yaml``), then reset the policy history -> TRACKING.
+- TRACKING: ``PolicyRunner.step`` every control step; after the step that reaches phase 1,
+  HOLD (blending back to the default pose).
+- DAMPING: kp 0, kd ``damping.kd``, q/dq/tau 0; latched with its reason until Reset.
+
+Blends are timed by the ``now_ns`` passed to :meth:`Controller.request` / :meth:`Controller.step`
+(the control tick's clock); the actor's phase is tick-counted by the policy itself.
+
+Safety: every step in STAND_UP, HOLD, PREPARE and TRACKING runs all checks of
+:class:`~asap_ros.safety.SafetyMonitor` and, in TRACKING, checks the actor output; the first
+fault latches DAMPING and the damping command goes out in that same step. In PASSIVE the
+checks run too but do not latch (no torque is applied): a failing state makes Stand refused,
+and no state value ever reaches a command. DAMPING runs no checks.
+
+``request`` and ``step`` are not thread-safe; the caller serialises them (see control_loop).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asap_ros.errors import ConfigError, RejectedRequest
+from asap_ros.paths import config_file
+from asap_ros.policy import PolicyOutput, PolicyRunner
+from asap_ros.robot import RobotModel
+from asap_ros.safety import (
+    SafetyConfig,
+    SafetyMonitor,
+    check_action,
+    check_state_age,
+    hottest_motor,
+    read_safety_config,
+)
+from asap_ros.state import NUM_MOTORS, JointCommand, RobotState
+from asap_ros.state_machine import (
+    FAULT_CHECKED_MODES,
+    EStop,
+    Event,
+    Mode,
+    Request,
+    Reset,
+    Stand,
+    Start,
+    StateMachine,
+    Stop,
+    Transition,
+    describe,
+)
+from asap_ros.yaml_config import ConfigReader, load_config
+
+__all__ = [
+    "Controller",
+    "ControllerConfig",
+    "EStop",
+    "Mode",
+    "Reset",
+    "Stand",
+    "Start",
+    "StepOutput",
+    "Stop",
+    "Transition",
+    "load_controller_config",
+]
+
+DEFAULT_FILE = "controller.yaml"
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+_ZERO = _read_only(np.zeros(NUM_MOTORS))
+_ENABLED = _read_only(np.ones(NUM_MOTORS, dtype=bool))
+
+
+# --- configuration ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """Mode timings, passive/damping gains and safety thresholds (``config/controller.yaml``)."""
+
+    stand_up_duration_s: float
+    stand_up_kp_start_fraction: float
+    return_blend_s: float
+    passive_kd: np.ndarray
+    """[29] kd in PASSIVE (kp is 0)."""
+    damping_kd: np.ndarray
+    """[29] kd in DAMPING (kp is 0)."""
+    safety: SafetyConfig
+    source: str = "<controller config>"
+
+
+def _per_motor(section: ConfigReader, name: str) -> np.ndarray:
+    """One non-negative number for every motor, or a list of 29 in motor order."""
+    if isinstance(section.raw(name), list):
+        return _read_only(section.floats(name, length=NUM_MOTORS, low=0.0))
+    return _read_only(np.full(NUM_MOTORS, section.float(name, low=0.0)))
+
+
+def _section(cfg: ConfigReader, name: str, keys: set[str]) -> ConfigReader:
+    section = cfg.section(name)
+    section.reject_unknown(keys)
+    return section
+
+
+def load_controller_config(path: str | Path | None = None) -> ControllerConfig:
+    """Load and validate the controller config (default: the package's ``config/controller.yaml``)."""
+    path = Path(path) if path is not None else config_file(DEFAULT_FILE)
+    cfg = load_config(path)
+    cfg.reject_unknown({"stand_up", "hold", "passive", "damping", "safety"})
+    stand_up = _section(cfg, "stand_up", {"duration_s", "kp_start_fraction"})
+    hold = _section(cfg, "hold", {"return_blend_s"})
+    passive = _section(cfg, "passive", {"kd"})
+    damping = _section(cfg, "damping", {"kd"})
+    return ControllerConfig(
+        stand_up_duration_s=stand_up.float("duration_s", low=0.5),
+        stand_up_kp_start_fraction=stand_up.float("kp_start_fraction", low=0.0, high=1.0),
+        return_blend_s=hold.float("return_blend_s", low=0.1),
+        passive_kd=_per_motor(passive, "kd"),
+        damping_kd=_per_motor(damping, "kd"),
+        safety=read_safety_config(cfg.section("safety")),
+        source=str(path),
+    )
+
+
+# --- commands ---------------------------------------------------------------------------
+
+
+def _command(q: np.ndarray, kp: np.ndarray, kd: np.ndarray) -> JointCommand:
+    """A position command with zero feed-forward velocity and torque, all motors enabled."""
+    return JointCommand(q=q, dq=_ZERO, tau=_ZERO, kp=kp, kd=kd, enabled=_ENABLED)
+
+
+@dataclass(frozen=True)
+class Blend:
+    """Targets and gains moving linearly from one command to another, then held at the end."""
+
+    start_ns: int
+    duration_ns: int
+    q0: np.ndarray
+    q1: np.ndarray
+    kp0: np.ndarray
+    kp1: np.ndarray
+    kd0: np.ndarray
+    kd1: np.ndarray
+
+    @classmethod
+    def between(
+        cls, start: JointCommand, q: np.ndarray, kp: np.ndarray, kd: np.ndarray, now_ns: int, duration_s: float
+    ) -> Blend:
+        return cls(now_ns, int(duration_s * 1e9), start.q, q, start.kp, kp, start.kd, kd)
+
+    def elapsed_ns(self, now_ns: int) -> int:
+        return now_ns - self.start_ns
+
+    def command(self, now_ns: int) -> JointCommand:
+        elapsed = self.elapsed_ns(now_ns)
+        s = 1.0 if elapsed >= self.duration_ns else max(elapsed / self.duration_ns, 0.0)
+        return _command(
+            self.q0 + s * (self.q1 - self.q0),
+            self.kp0 + s * (self.kp1 - self.kp0),
+            self.kd0 + s * (self.kd1 - self.kd0),
+        )
+
+
+# --- controller -------------------------------------------------------------------------
+
+
+@dataclass
+class StepOutput:
+    command: JointCommand
+    mode: Mode
+    """Mode after this step."""
+    policy: PolicyOutput | None
+    """The actor's step (TRACKING, or the step whose output faulted)."""
+    transition: Transition | None
+    """The oldest mode change not yet reported (one per step, none dropped; see its stamp)."""
+    fault: str | None
+    """The latched reason while DAMPING."""
+
+
+class Controller:
+    """Turns each robot state into one joint command, per the mode and the safety checks."""
+
+    def __init__(self, robot: RobotModel, policies: Mapping[str, PolicyRunner], config: ControllerConfig):
+        if robot.num_joints != NUM_MOTORS:
+            raise ConfigError(robot.source, "joints", f"controller needs {NUM_MOTORS} motors", robot.num_joints)
+        for name, policy in policies.items():
+            if policy.robot.joint_names != robot.joint_names:
+                raise ConfigError(policy.spec.source, None, f"policy {name} was built for another joint order")
+        self.robot = robot
+        self.policies = dict(policies)
+        self.config = config
+        self.last_check: str | None = None
+        """Result of the latest safety check (None = healthy; not updated while DAMPING)."""
+        self._machine = StateMachine()
+        self._monitor = SafetyMonitor(config.safety, robot.joint_names, robot.q_lower, robot.q_upper, robot.dq_limit)
+        self._passive = _command(_ZERO, _ZERO, config.passive_kd)
+        self._damping = _command(_ZERO, _ZERO, config.damping_kd)
+        self._stand_kp0 = _read_only(robot.kp * config.stand_up_kp_start_fraction)
+        self._blend: Blend | None = None
+        self._prepare_end_ns = 0
+        """Time after the start of PREPARE at which TRACKING begins (blend + hold)."""
+        self._last_command = self._passive
+        self._healthy_state: RobotState | None = None
+        self._unreported: deque[Transition] = deque()
+
+    @property
+    def mode(self) -> Mode:
+        return self._machine.mode
+
+    @property
+    def fault_reason(self) -> str | None:
+        return self._machine.fault_reason
+
+    @property
+    def motion(self) -> str | None:
+        return self._machine.motion
+
+    # --- operator requests -----------------------------------------------------------
+
+    def request(self, req: Request, now_ns: int) -> None:
+        """Validate and apply ``req`` at once; RejectedRequest (state unchanged) if refused."""
+        self._machine.target_of(req)
+        if isinstance(req, Stand):
+            self._check_can_stand(now_ns)
+        elif isinstance(req, Start):
+            self._check_can_start(req)
+        transition = self._machine.request(req, now_ns)
+        if transition is not None:
+            self._enter(transition, now_ns, self._last_command)
+
+    def _check_can_stand(self, now_ns: int) -> None:
+        if self.last_check is not None:
+            raise RejectedRequest(f"Stand refused: {self.last_check}")
+        if self._healthy_state is None:
+            raise RejectedRequest("Stand refused: no healthy robot state received yet")
+        stale = check_state_age(self._healthy_state.stamp_ns, now_ns, self.config.safety.max_state_age_ms)
+        if stale:
+            raise RejectedRequest(f"Stand refused: {stale}")
+
+    def _check_can_start(self, req: Start) -> None:
+        if req.motion not in self.policies:
+            known = ", ".join(sorted(self.policies)) or "none loaded"
+            raise RejectedRequest(f"{describe(req)} refused: unknown motion (known: {known})")
+        limit = self.config.safety.max_start_temperature_c
+        state = self._healthy_state  # always set in HOLD, the only mode accepting Start
+        hot = hottest_motor(state.temperature, limit, self.robot.joint_names) if state is not None else None
+        if hot:
+            raise RejectedRequest(f"{describe(req)} refused: {hot} is above the start limit {limit:g} C; let it cool")
+
+    # --- control step ----------------------------------------------------------------
+
+    def step(self, state: RobotState | None, now_ns: int, late: bool = False) -> StepOutput:
+        """The command for this control tick. Never raises on a bad state: that is a fault."""
+        mode = self._machine.mode
+        if mode is Mode.DAMPING:
+            return self._output(self._damping)
+        problem = self._monitor.check(state, now_ns, late)
+        self.last_check = problem
+        if mode not in FAULT_CHECKED_MODES:  # PASSIVE: report, never latch
+            self._healthy_state = state if problem is None else None
+            return self._output(self._passive)
+        if problem is not None:
+            return self._fault(problem, now_ns)
+        self._healthy_state = state
+        if mode is Mode.TRACKING:
+            return self._track(state, now_ns)
+        command = self._blend.command(now_ns)
+        if mode is Mode.STAND_UP and self._blend.elapsed_ns(now_ns) >= self._blend.duration_ns:
+            self._event(Event.STOOD_UP, now_ns, command)
+        elif mode is Mode.PREPARE and self._blend.elapsed_ns(now_ns) >= self._prepare_end_ns:
+            self._event(Event.PREPARED, now_ns, command)
+            return self._track(state, now_ns)
+        return self._output(command)
+
+    def _track(self, state: RobotState, now_ns: int) -> StepOutput:
+        motion = self._machine.motion
+        policy = self.policies[motion]
+        try:
+            out = policy.step(state)
+        except Exception as exc:  # a failing actor must end in DAMPING, not a dead control loop
+            return self._fault(f"policy {motion} step failed: {exc!r}", now_ns)
+        problem = check_action(out.raw_action, out.q_target)
+        if problem is not None:
+            return self._fault(problem, now_ns, out)
+        command = _command(out.q_target, policy.kp, policy.kd)
+        if out.done:
+            self._event(Event.MOTION_DONE, now_ns, command)
+        return self._output(command, out)
+
+    def _event(self, event: Event, now_ns: int, current: JointCommand) -> None:
+        self._enter(self._machine.event(event, now_ns), now_ns, current)
+
+    def _fault(self, reason: str, now_ns: int, policy_output: PolicyOutput | None = None) -> StepOutput:
+        transition = self._machine.fault(reason, now_ns)
+        self._enter(transition, now_ns, self._damping)
+        return self._output(self._damping, policy_output)
+
+    def _enter(self, transition: Transition, now_ns: int, current: JointCommand) -> None:
+        """Set up the mode just entered; ``current`` is the command in force at the switch."""
+        self._unreported.append(transition)
+        robot, cfg, mode = self.robot, self.config, transition.to_mode
+        self._blend = None
+        if mode is Mode.STAND_UP:
+            start = _command(self._healthy_state.q.copy(), self._stand_kp0, robot.kd)
+            self._blend = Blend.between(start, robot.default_q, robot.kp, robot.kd, now_ns, cfg.stand_up_duration_s)
+        elif mode is Mode.HOLD:
+            self._blend = Blend.between(current, robot.default_q, robot.kp, robot.kd, now_ns, cfg.return_blend_s)
+        elif mode is Mode.PREPARE:
+            policy = self.policies[self._machine.motion]
+            blend_s, hold_s = policy.spec.prepare_blend_s, policy.spec.prepare_hold_s
+            self._blend = Blend.between(current, policy.start_pose, policy.kp, policy.kd, now_ns, blend_s)
+            self._prepare_end_ns = int((blend_s + hold_s) * 1e9)
+        elif mode is Mode.TRACKING:
+            self.policies[self._machine.motion].reset()
+        elif mode is Mode.PASSIVE:
+            self._monitor.reset()
+            self._healthy_state = None
+            self.last_check = None
+
+    def _output(self, command: JointCommand, policy_output: PolicyOutput | None = None) -> StepOutput:
+        self._last_command = command
+        mode = self._machine.mode
+        return StepOutput(
+            command=command,
+            mode=mode,
+            policy=policy_output,
+            transition=self._unreported.popleft() if self._unreported else None,
+            fault=self._machine.fault_reason if mode is Mode.DAMPING else None,
+        )
