@@ -13,6 +13,8 @@ is refused with a :class:`ConfigError` naming the file and the global. joblib is
 
 from __future__ import annotations
 
+import _compat_pickle
+import codecs
 import io
 import pickle
 from dataclasses import dataclass
@@ -35,10 +37,20 @@ class _JoblibArrayRecord:
     dtype: Any
 
 
+def _latin1_encode(text: str, encoding: str) -> bytes:
+    """``_codecs.encode`` as protocol-2 pickles use it for bytes, restricted to latin-1."""
+    if encoding != "latin1" or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"_codecs.encode only allowed for latin1 text, got {encoding!r}")
+    return codecs.encode(text, encoding)
+
+
 _ALLOWED_GLOBALS: dict[tuple[str, str], Any] = {
     ("joblib.numpy_pickle", "NumpyArrayWrapper"): _JoblibArrayRecord,
     ("numpy", "ndarray"): np.ndarray,
     ("numpy", "dtype"): np.dtype,
+    ("builtins", "set"): set,
+    ("builtins", "frozenset"): frozenset,
+    ("_codecs", "encode"): _latin1_encode,
 }
 for _module in ("numpy.core", "numpy._core"):
     _ALLOWED_GLOBALS[(f"{_module}.multiarray", "_reconstruct")] = _multiarray._reconstruct
@@ -58,6 +70,9 @@ class _RestrictedUnpickler(pickle._Unpickler):
         self.source = source
 
     def find_class(self, module: str, name: str) -> Any:
+        if self.proto < 3:  # Python 2 names, as pickle.Unpickler(fix_imports=True) maps them
+            module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+            module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         try:
             return _ALLOWED_GLOBALS[(module, name)]
         except KeyError:
