@@ -1,0 +1,136 @@
+"""DDS set-up for unitree_sdk2py channels, and raw (pre-serialised) readers and writers.
+
+unitree_sdk2py's channel factory is process-global: :func:`init_channels` initialises it
+once per process (Cyclone DDS on the given network interface, ``lo`` for a simulator on this
+machine) and refuses a second, different domain or interface.
+
+:class:`RawWriter` and :class:`RawReader` move XCDR1 bytes on a typed topic without the
+Python (de)serialiser, which costs about 0.5 ms per hg ``LowState_``: the simulator uses them
+with :mod:`asap_ros.g1`'s wire layouts. Peers see ordinary samples of the topic's type.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Callable
+
+from cyclonedds._clayer import ddspy_take, ddspy_write  # the C layer under DataWriter.write / DataReader.take
+from cyclonedds.core import DDSException, InstanceState, Listener, SampleState, ViewState
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.pub import DataWriter
+from cyclonedds.sub import DataReader
+from cyclonedds.topic import Topic
+
+from asap_ros.errors import AsapError
+
+DEFAULT_INTERFACE = "lo"
+
+_lock = threading.Lock()
+_initialised: tuple[int, str] | None = None
+_participant: DomainParticipant | None = None
+
+
+def process_domain() -> int:
+    """A DDS domain id (1..200) derived from this process id, for isolated runs and tests."""
+    return 1 + os.getpid() % 200
+
+
+def init_channels(domain: int, interface: str = DEFAULT_INTERFACE) -> None:
+    """Initialise unitree_sdk2py's channel factory once for this process.
+
+    Repeating the same call is a no-op; a different domain or interface raises
+    :class:`AsapError` (the factory cannot be re-initialised).
+    """
+    global _initialised
+    if not 0 <= domain <= 232:
+        raise AsapError(f"DDS domain id must be 0..232, got {domain}")
+    with _lock:
+        if _initialised == (domain, interface):
+            return
+        if _initialised is not None:
+            raise AsapError(
+                f"unitree channels already initialised on domain {_initialised[0]} interface "
+                f"{_initialised[1]!r} in this process; cannot switch to domain {domain} interface "
+                f"{interface!r} (use a separate process)"
+            )
+        from unitree_sdk2py.core.channel import ChannelFactoryInitialize
+
+        try:
+            ChannelFactoryInitialize(domain, interface)
+        except Exception as exc:  # the SDK raises a bare Exception
+            raise AsapError(f"DDS initialisation failed (domain {domain}, interface {interface!r}): {exc}") from exc
+        _initialised = (domain, interface)
+
+
+def initialised_domain() -> int:
+    """The domain :func:`init_channels` set up; :class:`AsapError` before it was called."""
+    if _initialised is None:
+        raise AsapError("DDS not initialised: call asap_ros.dds.init_channels(domain, interface) first")
+    return _initialised[0]
+
+
+def participant() -> DomainParticipant:
+    """This process's own participant on the initialised domain (for raw readers/writers)."""
+    global _participant
+    domain = initialised_domain()
+    with _lock:
+        if _participant is None:
+            _participant = DomainParticipant(domain)
+        return _participant
+
+
+class RawWriter:
+    """Writes already serialised XCDR1 samples (with encapsulation header) to a typed topic."""
+
+    def __init__(self, topic: str, idl_type: type) -> None:
+        dp = participant()
+        self._writer = DataWriter(dp, Topic(dp, topic, idl_type))
+
+    def write(self, payload: bytes) -> None:
+        """Publish one sample; ``payload`` length must be a multiple of 4 (XCDR1 alignment)."""
+        ret = ddspy_write(self._writer._ref, payload)
+        if ret < 0:
+            raise DDSException(ret, "raw write")
+
+    def matched(self) -> int:
+        """Number of matched readers."""
+        return len(self._writer.get_matched_subscriptions())
+
+    def close(self) -> None:
+        close_entity(self._writer)
+
+
+PayloadHandler = Callable[[bytes, int], None]
+"""``handler(payload, stamp_ns)``: called on the DDS thread for every received sample."""
+
+
+class RawReader:
+    """Hands each received sample's XCDR1 bytes (with header) and its arrival stamp to a handler."""
+
+    _MASK = SampleState.Any | ViewState.Any | InstanceState.Any
+
+    def __init__(self, topic: str, idl_type: type, handler: PayloadHandler, batch: int = 16) -> None:
+        dp = participant()
+        self._handler = handler
+        self._batch = batch
+        self._reader = DataReader(dp, Topic(dp, topic, idl_type), listener=Listener(on_data_available=self._on_data))
+
+    def _on_data(self, reader: DataReader) -> None:
+        stamp_ns = time.time_ns()
+        samples = ddspy_take(reader._ref, self._MASK, self._batch)
+        if isinstance(samples, int):
+            raise DDSException(samples, "raw take")
+        for data, info in samples:
+            if info.valid_data:
+                self._handler(data, stamp_ns)
+
+    def close(self) -> None:
+        """Delete the reader; returns after any running handler call finished."""
+        close_entity(self._reader)
+
+
+def close_entity(entity) -> None:
+    """Delete a cyclonedds entity now instead of at garbage collection (idempotent)."""
+    entity.__del__()
