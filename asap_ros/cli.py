@@ -15,6 +15,7 @@ from asap_ros.errors import AsapError
 
 # subcommand -> (module under asap_ros.commands, one-line help); keep heavy imports inside run()
 COMMANDS: dict[str, tuple[str, str]] = {
+    "check-policy": ("asap_ros.commands.check_policy", "check a policy spec against its ONNX actor and run it once"),
     "assets": ("asap_ros.commands.assets", "find, verify or fetch ASAP's published assets"),
 }
 

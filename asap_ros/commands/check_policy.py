@@ -1,0 +1,61 @@
+"""``asap-ros check-policy SPEC``: verify a policy spec against its actor and run it once."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", help="policy spec file, or the name of one in the package's policies/ (e.g. CR7_level1)")
+    parser.add_argument("--assets-dir", default=None, help="ASAP asset root (default: the usual search)")
+    parser.add_argument("--robot", default=None, help="robot model YAML (default: config/g1_29dof.yaml)")
+
+
+def resolve_spec_path(spec: str) -> Path:
+    """A path as given if it exists, else ``policies/<spec>.yaml`` of the package."""
+    from asap_ros.paths import policies_dir
+
+    path = Path(spec)
+    if path.exists() or path.suffix in (".yaml", ".yml"):
+        return path
+    return policies_dir() / f"{spec}.yaml"
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from asap_ros.actor import OnnxActor
+    from asap_ros.policy_spec import load_policy_spec
+    from asap_ros.robot import load_robot_model
+
+    robot = load_robot_model(args.robot)
+    spec = load_policy_spec(resolve_spec_path(args.spec), robot, args.assets_dir)
+    actor = OnnxActor(spec.actor_path, spec)
+    action = actor(np.zeros(spec.input_dim, dtype=np.float32))
+
+    print(f"spec:    {spec.source} ({spec.name})")
+    print(f"actor:   {spec.actor_path}")
+    print(f"sha256:  {spec.actor_sha256} ok")
+    print(f"onnx:    {spec.input_name} [1, {spec.input_dim}] -> {spec.output_name} [1, {spec.output_dim}] ok")
+    print(f"joints:  {len(spec.driven_joints)} driven: {', '.join(spec.driven_joints)}")
+    print(f"clip:    {spec.clip_path.name} ({spec.clip_duration_s:.3f} s; phase step {spec.control_dt} s)")
+    print("observation layout:")
+    scales = {t.name: t.scale for t in spec.terms}
+    for block in spec.layout:
+        if block.name in scales:
+            detail = f"scale {scales[block.name]:g}"
+        else:
+            history = spec.history
+            order = "newest first" if history.newest_first else "oldest first"
+            detail = f"{history.length} steps of {', '.join(history.terms)}, {order}"
+        print(f"  {block.offset:4d} {block.name:<20} {block.dim:4d}  {detail}")
+    print(f"  total {sum(b.dim for b in spec.layout)} = actor input {spec.input_dim}")
+    print(
+        f"action on the zero observation: min {action.min():+.4f} max {action.max():+.4f} "
+        f"(scale {spec.action_scale:g}, clip +-{spec.action_clip:g})"
+    )
+    if not np.all(np.isfinite(action)):
+        print("error: the actor returned non-finite values on the zero observation")
+        return 2
+    return 0
