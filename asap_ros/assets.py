@@ -301,10 +301,11 @@ def fetch(
 
     Files already present with the right checksum are kept. Each download goes to a
     temporary file beside its target and is renamed into place only if its SHA-256 matches.
-    ``SOURCE.md`` (the marker :func:`asset_root` looks for) is written last, only when every
-    file is valid, and removed when any is not. ``progress(item, status)`` is called per file with ``"kept"``,
-    ``"downloaded"`` or the reason it was rejected. Raises :class:`AssetError` naming every
-    rejected file after trying them all.
+    ``SOURCE.md`` (the marker :func:`asset_root` looks for) is written last, once every file
+    is valid (an existing one is left alone when nothing was downloaded), and removed when any
+    file is not. ``progress(item, status)`` is called per file with ``"kept"``, ``"downloaded"``
+    or the reason it was rejected. Raises :class:`AssetError` naming every rejected file after
+    trying them all.
     """
     root = Path(dest) if dest is not None else user_cache_dir()
     report = FetchReport(dest=root)
@@ -331,5 +332,6 @@ def fetch(
             f"{len(rejected)} of {len(MANIFEST)} asset files rejected, not installed in {root}: "
             + "; ".join(rejected)
         )
-    _write_atomic(root / MARKER, _source_text(base_url))
+    if report.downloaded or not (root / MARKER).is_file():
+        _write_atomic(root / MARKER, _source_text(base_url))
     return report
