@@ -1,0 +1,1 @@
+"""Benchmarks of the control path: they print figures and assert nothing about speed."""

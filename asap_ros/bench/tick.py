@@ -1,0 +1,179 @@
+"""Time of one full control step of a motion-tracking actor, stage by stage.
+
+One step as on the robot: decode ``LowState_`` -> :class:`RobotState` (with its CRC check),
+:meth:`PolicyRunner.step` (observation, ONNX Runtime inference, clip and joint targets), then
+:class:`JointCommand` -> ``LowCmd_`` with its CRC. The states replay the policy's own clip
+(joint angles and velocities, root orientation and body rates) with sensor noise, one message
+per control step; the runner is reset whenever a motion ends, as for a new run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asap_ros.actor import OnnxActor
+from asap_ros.clip import load_clip
+from asap_ros.g1 import LowCmdEncoder, decode_lowstate, lowcmd_crc_ok
+from asap_ros.paths import policies_dir
+from asap_ros.policy import PolicyRunner
+from asap_ros.policy_spec import load_policy_spec
+from asap_ros.robot import load_robot_model
+from asap_ros.state import NUM_MOTORS, JointCommand
+
+TARGET_P99_US = 150.0
+STAGES = ("decode LowState_", "observation + targets", "inference (ONNX Runtime)", "encode LowCmd_ + CRC")
+MODE_MACHINE = 5
+"""What a G1 reports in ``LowState_.mode_machine`` (5 or 6)."""
+
+
+class TimedActor:
+    """The real actor, remembering how long its last call took (ns)."""
+
+    def __init__(self, actor: OnnxActor):
+        self.actor = actor
+        self.last_ns = 0
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        start = time.perf_counter_ns()
+        action = self.actor(obs)
+        self.last_ns = time.perf_counter_ns() - start
+        return action
+
+
+def _body_rates(quat_wxyz: np.ndarray, fps: float) -> np.ndarray:
+    """Body-frame angular velocity between consecutive orientations (last row repeated)."""
+    w0, v0 = quat_wxyz[:-1, :1], quat_wxyz[:-1, 1:]
+    w1, v1 = quat_wxyz[1:, :1], quat_wxyz[1:, 1:]
+    rel_w = w0 * w1 + np.sum(v0 * v1, axis=1, keepdims=True)  # conj(q0) * q1
+    rel_v = w0 * v1 - w1 * v0 - np.cross(v0, v1)
+    rates = 2.0 * np.sign(rel_w) * rel_v * fps
+    return np.vstack([rates, rates[-1:]])
+
+
+def motion_lowstates(runner: PolicyRunner, seed: int = 0) -> list:
+    """One SDK ``LowState_`` (valid CRC) per control step of the runner's motion."""
+    from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowState_
+    from unitree_sdk2py.utils.crc import CRC
+
+    spec, robot, rng = runner.spec, runner.robot, np.random.default_rng(seed)
+    steps = next(k for k in range(1, 1_000_000) if runner.phase_at(k) >= 1.0)
+    clip = load_clip(spec.clip_path)
+    frames = np.minimum((np.arange(steps) * spec.control_dt * clip.fps).astype(int), clip.num_frames - 1)
+    q = np.tile(runner.start_pose, (steps, 1))
+    q[:, spec.driven_indices] = clip.dof[frames]
+    dq = np.zeros_like(q)
+    dq[:, spec.driven_indices] = np.gradient(clip.dof, axis=0)[frames] * clip.fps
+    quat = clip.root_quat_xyzw[frames][:, [3, 0, 1, 2]]
+    gyro = _body_rates(clip.root_quat_xyzw[:, [3, 0, 1, 2]], clip.fps)[frames]
+    crc = CRC()
+    messages = []
+    for k in range(steps):
+        msg = unitree_hg_msg_dds__LowState_()
+        msg.tick, msg.mode_machine = k, MODE_MACHINE
+        imu = msg.imu_state
+        imu.quaternion = quat[k].tolist()
+        imu.gyroscope = (gyro[k] + rng.normal(0.0, 0.02, 3)).tolist()
+        imu.accelerometer = (np.array([0.0, 0.0, 9.81]) + rng.normal(0.0, 0.1, 3)).tolist()
+        for i, motor in enumerate(msg.motor_state[:NUM_MOTORS]):
+            motor.q = float(q[k, i] + rng.normal(0.0, 0.002))
+            motor.dq = float(dq[k, i] + rng.normal(0.0, 0.05))
+            motor.tau_est = float(rng.normal(0.0, 3.0))
+            motor.temperature = [int(rng.integers(35, 45)), int(rng.integers(35, 45))]
+        msg.crc = crc.Crc(msg)
+        messages.append(msg)
+    return messages
+
+
+@dataclass
+class TickBenchResult:
+    """Per-step durations (ns) of each stage over the measured steps."""
+
+    policy: str
+    warmup: int
+    stage_ns: dict[str, np.ndarray]
+    total_ns: np.ndarray
+    states_crc_ok: int
+    last_lowcmd_crc_ok: bool
+
+    @property
+    def steps(self) -> int:
+        return int(self.total_ns.size)
+
+    def p99_us(self) -> float:
+        return float(np.percentile(self.total_ns, 99)) / 1e3
+
+    def report(self) -> str:
+        """The figures as a small table."""
+        import onnxruntime
+
+        mean_total = float(self.total_ns.mean())
+        lines = [
+            f"bench tick: {self.policy}, {self.steps} steps after {self.warmup} warm-up "
+            f"(ONNX Runtime {onnxruntime.__version__}, 1 thread)",
+            f"{'stage':<26}{'p50 us':>9}{'p99 us':>9}{'share':>9}",
+        ]
+        for name, durations in [*self.stage_ns.items(), ("total step", self.total_ns)]:
+            p50, p99 = np.percentile(durations, [50, 99]) / 1e3
+            share = 100.0 * float(durations.mean()) / mean_total
+            lines.append(f"{name:<26}{p50:>9.1f}{p99:>9.1f}{share:>8.1f}%")
+        verdict = "met" if self.p99_us() < TARGET_P99_US else "NOT met"
+        lines.append(f"target p99 < {TARGET_P99_US:.0f} us: {verdict} (p99 {self.p99_us():.1f} us)")
+        lines.append(
+            f"CRC: {self.states_crc_ok}/{self.steps + self.warmup} LowState_ valid, "
+            f"last LowCmd_ {'valid' if self.last_lowcmd_crc_ok else 'INVALID'}"
+        )
+        return "\n".join(lines)
+
+
+def run_tick_bench(runner: PolicyRunner, actor: TimedActor, messages: list, steps: int, warmup: int) -> TickBenchResult:
+    """Run ``warmup + steps`` control steps on ``messages`` (indexed by the runner's tick)."""
+    encoder = LowCmdEncoder()
+    command = JointCommand(kp=runner.kp.copy(), kd=runner.kd.copy())
+    clock = time.perf_counter_ns
+    count = warmup + steps
+    durations = np.zeros((count, len(STAGES)), dtype=np.int64)
+    crc_ok = 0
+    lowcmd = None
+    runner.reset()
+    for k in range(count):
+        msg = messages[runner.tick]
+        t0 = clock()
+        state = decode_lowstate(msg, time.time_ns())
+        t1 = clock()
+        out = runner.step(state)
+        t2 = clock()
+        command.q = out.q_target
+        lowcmd = encoder.encode(command, state.mode_machine)
+        t3 = clock()
+        durations[k] = (t1 - t0, t2 - t1 - actor.last_ns, actor.last_ns, t3 - t2)
+        crc_ok += state.crc_ok
+        if out.done:
+            runner.reset()
+    measured = durations[warmup:]
+    return TickBenchResult(
+        policy=runner.spec.name,
+        warmup=warmup,
+        stage_ns={name: measured[:, i] for i, name in enumerate(STAGES)},
+        total_ns=measured.sum(axis=1),
+        states_crc_ok=crc_ok,
+        last_lowcmd_crc_ok=lowcmd is not None and lowcmd_crc_ok(lowcmd),
+    )
+
+
+def policy_spec_path(policy: str) -> Path:
+    """A spec file path as given, or the name of a spec in the package's ``policies/``."""
+    path = Path(policy)
+    return path if path.suffix in (".yaml", ".yml") else policies_dir() / f"{policy}.yaml"
+
+
+def bench_tick(policy: str = "CR7_level1", steps: int = 5000, warmup: int = 200, seed: int = 0) -> TickBenchResult:
+    """Load the policy (real actor, real clip) and time ``steps`` control steps."""
+    robot = load_robot_model()
+    spec = load_policy_spec(policy_spec_path(policy), robot)
+    actor = TimedActor(OnnxActor(spec.actor_path, spec))
+    runner = PolicyRunner(spec, robot, actor)
+    return run_tick_bench(runner, actor, motion_lowstates(runner, seed), steps, warmup)
