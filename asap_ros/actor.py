@@ -40,16 +40,16 @@ class OnnxActor:
     def _check_io(self, kind: str, args: list, name: str, dim: int) -> None:
         actual = [a.name for a in args]
         if actual != [name]:
-            raise ConfigError(self.spec.source, f"actor.{kind}.name", f"ONNX model {self.path.name} has {kind}s {actual}", name)
+            problem = f"ONNX model {self.path.name} has {kind}s {actual}"
+            raise ConfigError(self.spec.source, f"actor.{kind}.name", problem, name)
         arg = args[0]
         if arg.type != _FLOAT:
             raise ConfigError(self.spec.source, f"actor.{kind}", f"ONNX {kind} {name} must be {_FLOAT}", arg.type)
         shape = list(arg.shape)
         batch_ok = len(shape) == 2 and (shape[0] == 1 or not isinstance(shape[0], int))
         if not batch_ok or shape[1] != dim:
-            raise ConfigError(
-                self.spec.source, f"actor.{kind}.dim", f"is {dim} but ONNX model {self.path.name} {kind} {name} has shape {shape}", dim
-            )
+            problem = f"is {dim} but ONNX model {self.path.name} {kind} {name} has shape {shape}"
+            raise ConfigError(self.spec.source, f"actor.{kind}.dim", problem, dim)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """Action for one float32 observation of the spec's input dim (returns a new [A] array)."""

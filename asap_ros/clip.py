@@ -29,12 +29,8 @@ from asap_ros.errors import ConfigError
 
 
 class _JoblibArrayRecord:
-    """Stand-in for ``joblib.numpy_pickle.NumpyArrayWrapper``: holds the record's attributes."""
-
-    subclass: Any
-    shape: Any
-    order: Any
-    dtype: Any
+    """Stand-in for ``joblib.numpy_pickle.NumpyArrayWrapper``; BUILD fills its ``__dict__``
+    (subclass, shape, order, dtype, allow_mmap, numpy_array_alignment_bytes)."""
 
 
 def _latin1_encode(text: str, encoding: str) -> bytes:
@@ -94,10 +90,13 @@ class _RestrictedUnpickler(pickle._Unpickler):
         """Read the raw bytes that follow a joblib array record (after its alignment padding)."""
         state = vars(record)
         if state.get("subclass") is not np.ndarray:
-            raise ConfigError(self.source, None, "joblib array record: only numpy.ndarray is allowed", state.get("subclass"))
+            raise ConfigError(
+                self.source, None, "joblib array record: only numpy.ndarray is allowed", state.get("subclass")
+            )
         dtype, order, shape = state.get("dtype"), state.get("order"), state.get("shape")
         if not isinstance(dtype, np.dtype) or dtype.hasobject:
-            raise ConfigError(self.source, None, "joblib array record: dtype must be a plain numeric numpy dtype", dtype)
+            problem = "joblib array record: dtype must be a plain numeric numpy dtype"
+            raise ConfigError(self.source, None, problem, dtype)
         if order not in ("C", "F"):
             raise ConfigError(self.source, None, "joblib array record: order must be 'C' or 'F'", order)
         if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
@@ -106,9 +105,10 @@ class _RestrictedUnpickler(pickle._Unpickler):
             padding = self.read(1)[0]
             self.read(padding)
         count = int(np.prod(shape, dtype=np.int64))
-        data = self.read(count * dtype.itemsize)
-        if len(data) != count * dtype.itemsize:
-            raise ConfigError(self.source, None, "array data truncated", f"{len(data)} of {count * dtype.itemsize} bytes")
+        size = count * dtype.itemsize
+        data = self.read(size)
+        if len(data) != size:
+            raise ConfigError(self.source, None, "array data truncated", f"{len(data)} of {size} bytes")
         array = np.frombuffer(data, dtype=dtype, count=count).copy()
         array = array.reshape(shape[::-1]).T if order == "F" else array.reshape(shape)
         return array.astype(dtype.newbyteorder("="), copy=False)
@@ -198,7 +198,9 @@ def load_clip(path: str | Path, name: str | None = None) -> MotionClip:
     num_frames = arrays["dof"].shape[0]
     if num_frames < 2:
         raise ConfigError(path, f"{name}.dof", "a clip needs at least 2 frames", num_frames)
-    optional = {k: _float_array(path, f"{name}.{k}", fields[k], None, ndim=3) for k in ("pose_aa", "smpl_joints") if k in fields}
+    optional = {
+        k: _float_array(path, f"{name}.{k}", fields[k], None, ndim=3) for k in ("pose_aa", "smpl_joints") if k in fields
+    }
     for key, array in {**arrays, **optional}.items():
         if array.shape[0] != num_frames:
             raise ConfigError(path, f"{name}.{key}", f"has {array.shape[0]} frames, dof has {num_frames}", array.shape)

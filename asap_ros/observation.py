@@ -6,7 +6,7 @@ newest first ``[t-1, t-2, ...]``; it is zero after :meth:`ObservationBuilder.res
 pushed *after* the current observation has been built.
 
 Terms come from a registry (:data:`TERMS`) keyed by name, so a different layout is a new spec,
-not new code. Every buffer is preallocated; :meth:`ObservationBuilder.build` allocates nothing.
+not new code. :meth:`ObservationBuilder.build` works in buffers allocated once per builder.
 """
 
 from __future__ import annotations
@@ -128,9 +128,8 @@ class ObservationBuilder:
                 raise ConfigError(spec.source, key, f"unknown observation term (known: {', '.join(TERMS)})", term.name)
             expected = TERMS[term.name].dim(spec)
             if term.dim != expected:
-                raise ConfigError(
-                    spec.source, f"{key}.dim", f"must be {expected} for {len(spec.driven_joints)} driven joints", term.dim
-                )
+                problem = f"must be {expected} for {len(spec.driven_joints)} driven joints"
+                raise ConfigError(spec.source, f"{key}.dim", problem, term.dim)
 
     def _gather_index(self, spec: PolicySpec) -> np.ndarray:
         """Flat indices into the history table giving the block's order: per term, per step."""

@@ -7,7 +7,9 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", help="policy spec file, or the name of one in the package's policies/ (e.g. CR7_level1)")
+    parser.add_argument(
+        "spec", help="policy spec file, or the name of one in the package's policies/ (e.g. CR7_level1)"
+    )
     parser.add_argument("--assets-dir", default=None, help="ASAP asset root (default: the usual search)")
     parser.add_argument("--robot", default=None, help="robot model YAML (default: config/g1_29dof.yaml)")
 
