@@ -224,6 +224,8 @@ class Controller:
         """Time after the start of PREPARE at which TRACKING begins (blend + hold)."""
         self._last_command = self._passive
         self._healthy_state: RobotState | None = None
+        self._last_valid_state: RobotState | None = None
+        """Newest state with a good CRC: used in place of a corrupted sample."""
         self._unreported: deque[Transition] = deque()
 
     @property
@@ -278,6 +280,16 @@ class Controller:
         if mode is Mode.DAMPING:
             return self._output(self._damping)
         problem = self._monitor.check(state, now_ns, late)
+        if state is not None and not state.crc_ok:  # counted above; never act on a corrupted sample
+            state = self._last_valid_state
+            if problem is None:
+                problem = (
+                    "state CRC mismatch and no valid state yet"
+                    if state is None
+                    else check_state_age(state.stamp_ns, now_ns, self.config.safety.max_state_age_ms)
+                )
+        elif state is not None and problem is None:
+            self._last_valid_state = state
         self.last_check = problem
         if mode not in FAULT_CHECKED_MODES:  # PASSIVE: report, never latch
             self._healthy_state = state if problem is None else None
@@ -338,6 +350,7 @@ class Controller:
         elif mode is Mode.PASSIVE:
             self._monitor.reset()
             self._healthy_state = None
+            self._last_valid_state = None
             self.last_check = None
 
     def _output(self, command: JointCommand, policy_output: PolicyOutput | None = None) -> StepOutput:

@@ -216,9 +216,10 @@ class SafetyMonitor:
             return reason
         if state is None:
             return "no robot state received"
+        if not state.crc_ok:  # a corrupted sample's values mean nothing: only the count matters
+            return check_consecutive(self.bad_crcs, cfg.max_consecutive_bad_crc, "state CRC mismatches")
         return (
             check_state_age(state.stamp_ns, now_ns, cfg.max_state_age_ms)
-            or check_consecutive(self.bad_crcs, cfg.max_consecutive_bad_crc, "state CRC mismatches")
             or check_state_values(state)
             or check_position_limits(
                 state.q, self.q_lower, self.q_upper, cfg.position_margin_rad, self.joint_names

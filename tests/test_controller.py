@@ -325,7 +325,8 @@ FAULTS = [
     ("torso tilt", _set("quat_wxyz", None, _tilted(70.0)), False, 1, "torso tilt 70.0 deg"),
     ("overheating", _set("temperature", KNEE, 95.0), False, 1, "overheating: motor left_knee_joint at 95 C"),
     ("deadline misses", None, True, "max_consecutive_late_steps", "consecutive late control steps"),
-    ("bad crc", _set("crc_ok", None, False), False, "max_consecutive_bad_crc", "consecutive state CRC mismatches"),
+    # corrupted samples are never used: the last valid one ages until it is stale (3 x 20 ms)
+    ("bad crc", _set("crc_ok", None, False), False, 3, "stale robot state: 61.0 ms old"),
 ]
 
 
@@ -500,3 +501,40 @@ def test_stand_needs_a_fresh_healthy_state(rig: Rig, config) -> None:
     with pytest.raises(RejectedRequest, match="Stand refused: stale robot state"):
         rig.request(Stand())
     assert rig.controller.mode is Mode.PASSIVE
+
+
+@pytest.mark.parametrize("mode", [Mode.HOLD, Mode.TRACKING], ids=lambda m: m.name)
+def test_corrupted_sample_is_never_acted_on(robot: RobotModel, config, runners, mode: Mode) -> None:
+    """A bad-CRC sample with garbage values: no fault below the limit, and the command is the
+    one a twin controller computes from the last valid sample."""
+    rig, twin = Rig(robot, config, runners[0]), Rig(robot, config, runners[1])
+    for r in (rig, twin):
+        r.bring_to(mode)
+    last_valid = rig.state()
+    rig.controller.step(last_valid, rig.now)
+    twin.controller.step(last_valid, twin.now)
+
+    def garbage(state: RobotState) -> RobotState:
+        state.crc_ok = False
+        state.q[:] = np.nan
+        return state
+
+    for _ in range(config.safety.max_consecutive_bad_crc - 1):
+        rig.now += 1_000_000
+        twin.now = rig.now
+        out = rig.controller.step(garbage(rig.state()), rig.now)
+        expected = twin.controller.step(last_valid, twin.now)
+        assert out.mode is mode and out.fault is None
+        np.testing.assert_array_equal(out.command.q, expected.command.q)
+
+
+@pytest.mark.parametrize("mode", ACTIVE, ids=lambda m: m.name)
+def test_consecutive_bad_crc_fault_before_staleness(robot: RobotModel, config, runners, mode: Mode) -> None:
+    """At 500 Hz LowState a run of bad CRCs faults on the count, before the last valid sample is stale."""
+    config = dataclasses.replace(config, safety=dataclasses.replace(config.safety, max_consecutive_bad_crc=2))
+    rig = Rig(robot, config, runners[0])
+    rig.bring_to(mode)
+    assert rig.step(dt=0.002, corrupt=_set("crc_ok", None, False)).mode is mode
+    out = rig.step(dt=0.002, corrupt=_set("crc_ok", None, False))
+    assert_damping(out, config)
+    assert out.fault == "2 consecutive state CRC mismatches (limit 2)"
