@@ -38,6 +38,7 @@ setup(
     entry_points={
         "console_scripts": [
             "asap-ros = asap_ros.cli:main",
+            "asap_mocap = asap_ros.ros.mocap_node:main",
         ],
     },
 )
