@@ -117,8 +117,10 @@ class RawReader:
         self._batch = batch
         self._reader = DataReader(dp, Topic(dp, topic, idl_type), listener=Listener(on_data_available=self._on_data))
 
-    def _on_data(self, reader: DataReader) -> None:
+    def _on_data(self, reader: DataReader | None) -> None:
         stamp_ns = time.time_ns()
+        if reader is None:  # called while the reader is being deleted
+            return
         samples = ddspy_take(reader._ref, self._MASK, self._batch)
         if isinstance(samples, int):
             raise DDSException(samples, "raw take")

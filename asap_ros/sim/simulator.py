@@ -1,0 +1,284 @@
+"""The simulated G1 on DDS: a physics thread on absolute deadlines plus the hg bridge.
+
+Topics: ``rt/lowstate`` out (raw XCDR1 LowState_ with CRC), ``rt/lowcmd`` in (raw, checked by
+:class:`~asap_ros.sim.bridge.LowCmdIntake`), ``rt/asap_sim/ground_truth`` out (one per
+LowState), ``rt/asap_sim/control`` in; optionally ``mocap/pose`` (ROS 2, rclpy).
+
+In-process use::
+
+    with Simulator(load_sim_config(), domain=7) as sim:
+        ...
+        sim.request(BAND_RELEASE)
+    print(sim.stats())
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cyclonedds.core import Listener
+from cyclonedds.pub import DataWriter
+from cyclonedds.sub import DataReader
+from cyclonedds.topic import Topic
+
+from asap_ros.assets import asset_path
+from asap_ros.dds import RawReader, RawWriter, close_entity, init_channels, participant
+from asap_ros.errors import AsapError
+from asap_ros.paths import config_file
+from asap_ros.robot import load_robot_model
+from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
+from asap_ros.sim.config import SimConfig
+from asap_ros.sim.control import CONTROL_QOS
+from asap_ros.sim.dds_types import (
+    BAND_ATTACH,
+    BAND_LOWER,
+    BAND_RAISE,
+    BAND_RELEASE,
+    CONTROL_ACTIONS,
+    CONTROL_TOPIC,
+    GROUND_TRUTH_TOPIC,
+    GroundTruth_,
+    SimControl_,
+)
+from asap_ros.sim.mocap import MocapStream
+from asap_ros.sim.motors import CommandGate, MotorModel, ThermalModel
+from asap_ros.sim.physics import G1Physics
+from asap_ros.sim.profile import load_profile
+from asap_ros.state import NUM_MOTORS
+
+LOWSTATE_TOPIC = "rt/lowstate"
+LOWCMD_TOPIC = "rt/lowcmd"
+MAX_LAG_S = 0.05
+"""Behind the deadline grid by more than this: restart the grid (counted as a resync)."""
+VIEWER_PERIOD_S = 1 / 60
+
+
+def _config_path(name: str) -> Path:
+    return Path(name) if "/" in name else config_file(name)
+
+
+class Simulator:
+    """A simulated G1 serving the unitree hg topics on one DDS domain."""
+
+    def __init__(
+        self,
+        config: SimConfig,
+        domain: int,
+        interface: str = "lo",
+        viewer: bool = False,
+        assets_dir: str | Path | None = None,
+    ):
+        self.config = config
+        self.domain = domain
+        self.interface = interface
+        robot = load_robot_model(_config_path(config.robot))
+        self.profile = load_profile(config.profile, robot.joint_names)
+        self.physics = G1Physics(
+            asset_path(config.model, assets_dir), robot.joint_names, 1.0 / config.physics_rate_hz,
+            robot.default_q, self.profile, config.band, config.source,
+        )
+        self.motors = MotorModel(self.physics.effort_limit, self.profile.torque_scale)
+        self.thermal = ThermalModel(self.profile.thermal, self.physics.effort_limit)
+        self.gate = CommandGate(self.profile.actuation_delay_s, config.command_timeout_s)
+        seeds = [np.random.default_rng(s) for s in np.random.SeedSequence(self.profile.seed).spawn(3)]
+        self.intake = LowCmdIntake(self.gate, config.mode_machine, self.profile.command_drop_probability, seeds[0])
+        self.lowstate = LowStateEncoder(config.mode_machine, self.profile.sensor_noise, seeds[1])
+        self.mocap = None
+        if config.mocap.rate_hz > 0:
+            self.mocap = MocapStream(config.mocap, domain, self._newest_pose, seeds[2])
+        self._viewer_wanted = viewer
+        self._viewer: Any = None
+        self._requests: collections.deque[tuple[str, float]] = collections.deque()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pose = (self.physics.pelvis_pos(), self.physics.pelvis_quat_wxyz())
+        self._step_cost_ns = np.zeros(1 << 16, dtype=np.int64)
+        self.steps = 0
+        self.resyncs = 0
+        self.lowstates_published = 0
+        self.controls_applied = 0
+        self.controls_rejected = 0
+        self.last_control_problem = ""
+        self._started_ns = 0
+        self._stopped_ns = 0
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            raise AsapError("simulator already started")
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
+
+        if self._viewer_wanted:
+            import mujoco.viewer
+
+            try:
+                self._viewer = mujoco.viewer.launch_passive(self.physics.model, self.physics.data)
+            except Exception as exc:  # no display, no OpenGL: refuse before opening DDS
+                raise AsapError(f"MuJoCo viewer unavailable: {exc}") from exc
+        init_channels(self.domain, self.interface)
+        dp = participant()
+        self._lowstate_writer = RawWriter(LOWSTATE_TOPIC, LowState_)
+        self._gt_writer = DataWriter(dp, Topic(dp, GROUND_TRUTH_TOPIC, GroundTruth_))
+        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self.intake.on_payload)
+        control_topic = Topic(dp, CONTROL_TOPIC, SimControl_)
+        listener = Listener(on_data_available=self._on_control)
+        self._control_reader = DataReader(dp, control_topic, qos=CONTROL_QOS, listener=listener)
+        if self.mocap is not None:
+            self.mocap.start()
+        self._thread = threading.Thread(target=self._run, name="asap-sim-physics", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(5.0)
+        self._lowcmd_reader.close()
+        close_entity(self._control_reader)
+        self._lowstate_writer.close()
+        close_entity(self._gt_writer)
+        if self.mocap is not None:
+            self.mocap.stop()
+        if self._viewer is not None:
+            self._viewer.close()
+
+    def __enter__(self) -> Simulator:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    # --- control --------------------------------------------------------------------------
+    def request(self, action: str, value: float = 0.0) -> None:
+        """Queue a band action (see :mod:`asap_ros.sim.dds_types`) for the physics thread."""
+        if action not in CONTROL_ACTIONS:
+            raise AsapError(f"unknown simulator action {action!r} (known: {', '.join(CONTROL_ACTIONS)})")
+        if not math.isfinite(value) or value < 0:
+            raise AsapError(f"simulator action {action}: value must be a finite length >= 0 m, got {value!r}")
+        self._requests.append((action, value))
+
+    def _on_control(self, reader: DataReader | None) -> None:
+        if reader is None:  # called while the reader is being deleted
+            return
+        for sample in reader.take(16):
+            if not isinstance(sample, SimControl_):  # writer gone: instance-state notification
+                continue
+            try:
+                self.request(sample.action, sample.value)
+            except AsapError as exc:
+                self.controls_rejected += 1
+                self.last_control_problem = str(exc)
+
+    def _apply_requests(self) -> None:
+        band, step = self.physics.band, self.config.band.lower_step_m
+        while self._requests:
+            action, value = self._requests.popleft()
+            if action == BAND_LOWER:
+                band.lower(value or step)
+            elif action == BAND_RAISE:
+                band.lower(-(value or step))
+            elif action == BAND_RELEASE:
+                band.enabled = False
+            elif action == BAND_ATTACH:
+                band.enabled = True
+            self.controls_applied += 1
+
+    # --- physics thread -------------------------------------------------------------------
+    def _newest_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._pose
+
+    def _run(self) -> None:
+        physics, gate, motors, thermal = self.physics, self.gate, self.motors, self.thermal
+        dt = physics.timestep
+        period_ns = int(round(dt * 1e9))
+        decimation = self.config.lowstate_decimation
+        max_lag_ns = int(MAX_LAG_S * 1e9)
+        viewer_every = max(1, round(VIEWER_PERIOD_S / dt))
+        self._started_ns = deadline = time.monotonic_ns()
+        while not self._stop.is_set():
+            began = time.perf_counter_ns()
+            self._apply_requests()
+            command = gate.update(time.monotonic_ns())
+            tau = motors.torque(command, physics.q(), physics.dq())
+            physics.step(tau)
+            thermal.update(tau, dt)
+            self.steps += 1
+            self._pose = (physics.pelvis_pos(), physics.pelvis_quat_wxyz())
+            if self.steps % decimation == 0:
+                enabled = command.enabled if command is not None else np.zeros(NUM_MOTORS, dtype=bool)
+                self._publish(tau, enabled)
+            if self._viewer is not None and self.steps % viewer_every == 0:
+                self._viewer.sync()
+            self._step_cost_ns[(self.steps - 1) % len(self._step_cost_ns)] = time.perf_counter_ns() - began
+            deadline += period_ns
+            now = time.monotonic_ns()
+            if now - deadline > max_lag_ns:
+                self.resyncs += 1
+                deadline = now
+            elif deadline > now:
+                time.sleep((deadline - now) / 1e9)
+        self._stopped_ns = time.monotonic_ns()
+
+    def _publish(self, tau: np.ndarray, enabled: np.ndarray) -> None:
+        physics = self.physics
+        tick = round(physics.time * 1000)  # the G1's tick counts milliseconds
+        q = physics.q()
+        reading = RobotReading(
+            q=q, dq=physics.dq(), ddq=physics.ddq(), tau=tau, temperature_c=self.thermal.temperature_c,
+            enabled=enabled, quat_wxyz=self._pose[1], gyro=physics.gyro(), acc=physics.accelerometer(),
+            imu_temperature_c=self.thermal.ambient_c,
+        )
+        payload = self.lowstate.encode(tick, reading)
+        stamp_ns = time.time_ns()
+        self._lowstate_writer.write(payload)
+        self.lowstates_published += 1
+        self._gt_writer.write(
+            GroundTruth_(
+                tick=tick & 0xFFFFFFFF, stamp_ns=stamp_ns, sim_time=physics.time,
+                pelvis_pos=self._pose[0].tolist(), pelvis_quat_wxyz=self._pose[1].tolist(),
+                q=q.tolist(), tau=tau.tolist(), band_enabled=physics.band.enabled,
+            )
+        )
+
+    # --- statistics -----------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """Counters and timing (JSON-serialisable)."""
+        end = self._stopped_ns or time.monotonic_ns()
+        wall_s = (end - self._started_ns) / 1e9 if self._started_ns else 0.0
+        costs = self._step_cost_ns[: min(self.steps, len(self._step_cost_ns))]
+        p50, p99, pmax = (np.percentile(costs, [50, 99, 100]) / 1e3).tolist() if len(costs) else (0.0, 0.0, 0.0)
+        intake, gate = self.intake.counters, self.gate
+        return {
+            "profile": self.profile.name,
+            "physics_rate_hz": self.config.physics_rate_hz,
+            "steps": self.steps,
+            "sim_time_s": self.physics.time,
+            "wall_time_s": wall_s,
+            "real_time_factor": self.physics.time / wall_s if wall_s else 0.0,
+            "step_cost_us": {"p50": p50, "p99": p99, "max": pmax},
+            "resyncs": self.resyncs,
+            "lowstates_published": self.lowstates_published,
+            "commands": {
+                "received": intake.received,
+                "accepted": intake.accepted,
+                "applied": gate.applied,
+                "rejected_bad_crc": intake.bad_crc,
+                "malformed": intake.malformed,
+                "wrong_mode_machine": intake.wrong_mode_machine,
+                "dropped_by_profile": intake.dropped_by_profile,
+                "last_problem": intake.last_problem,
+                "limp_events": gate.limp_events,
+                "last_limp_after_s": None if math.isnan(gate.last_limp_after_s) else gate.last_limp_after_s,
+            },
+            "control": {"applied": self.controls_applied, "rejected": self.controls_rejected,
+                        "last_problem": self.last_control_problem},
+            "band": {"enabled": self.physics.band.enabled, "length_m": self.physics.band.length},
+            "mocap": self.mocap.stats() if self.mocap is not None else None,
+        }
