@@ -146,7 +146,8 @@ class WireLayout:
         body = payload[4:]
         p, s = self._preceding_end, self._slots
         c = b"".join((body[:p], bytes(s - p), body[p : p + 1], bytes(3), body[s:]))
-        return np.frombuffer(bytearray(c), dtype=self.layout).reshape(())  # writable; no .copy(): it would not copy the padding
+        # bytearray: writable. Never .copy() a record: numpy does not copy the padding bytes.
+        return np.frombuffer(bytearray(c), dtype=self.layout).reshape(())
 
 
 LOWCMD_WIRE = WireLayout(LOWCMD_LAYOUT, "motor_cmd", preceding_end=2)
@@ -238,6 +239,12 @@ def decode_lowstate(msg, stamp_ns: int) -> RobotState:
     ``crc_ok`` reports the CRC check; ``temperature`` is the hotter of each motor's two sensors.
     """
     return state_from_record(lowstate_record(msg), stamp_ns)
+
+
+def decode_lowstate_cdr(payload: bytes, stamp_ns: int) -> RobotState:
+    """:func:`decode_lowstate` of a raw sample (:class:`asap_ros.dds.RawReader`), skipping the SDK's
+    ~0.5 ms Python deserialiser; a wrong size or encoding raises ``ValueError``."""
+    return state_from_record(LOWSTATE_WIRE.from_cdr(payload), stamp_ns)
 
 
 # --- encode -------------------------------------------------------------------------------

@@ -142,6 +142,15 @@ def test_wire_layouts_match_cyclone_serialiser_both_ways():
     assert int(record["crc"]) == g1.record_crc(record) == cmd_msg.crc
 
 
+def test_decode_lowstate_cdr_equals_decoding_the_sdk_object():
+    msg = random_lowstate(np.random.default_rng(6))
+    from_cdr = g1.decode_lowstate_cdr(msg.serialize(), 42)
+    from_sdk = g1.decode_lowstate(msg, 42)
+    assert from_cdr.crc_ok and from_cdr.tick == from_sdk.tick and from_cdr.stamp_ns == 42
+    for name in ("q", "dq", "tau_est", "temperature", "quat_wxyz", "gyro", "acc"):
+        np.testing.assert_array_equal(getattr(from_cdr, name), getattr(from_sdk, name))
+
+
 def test_wire_layout_rejects_wrong_size_and_encoding():
     cdr = unitree_hg_msg_dds__LowCmd_().serialize()
     with pytest.raises(ValueError, match="bytes, expected 1004"):
@@ -165,10 +174,12 @@ def test_benchmark_encode_and_decode(capsys):
     """Prints encode (+CRC) and decode (+CRC) cost; the control step budget is p99 < 150 us."""
     rng = np.random.default_rng(5)
     encoder, cmd, msg = g1.LowCmdEncoder(), random_command(rng), random_lowstate(rng)
+    cdr = msg.serialize()
     figures = {}
     for name, call in (
         ("encode LowCmd", lambda: encoder.encode(cmd, 5)),
         ("decode LowState", lambda: g1.decode_lowstate(msg, 0)),
+        ("decode raw LowState", lambda: g1.decode_lowstate_cdr(cdr, 0)),
         ("SDK CRC(LowCmd)", lambda: SDK_CRC.Crc(encoder.msg)),
     ):
         samples = []
