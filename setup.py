@@ -39,6 +39,7 @@ setup(
         "console_scripts": [
             "asap-ros = asap_ros.cli:main",
             "asap_mocap = asap_ros.ros.mocap_node:main",
+            "asap_sim = asap_ros.sim.main:main",
         ],
     },
 )
