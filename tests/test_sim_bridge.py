@@ -141,16 +141,17 @@ def test_lowstate_arrives_at_configured_rate_with_valid_crc(dds_domain, lowcmd_p
     ground_truth = GroundTruthLog()
     sdk_samples: list = []
     with running_sim(dds_domain) as sim:
-        log = LowStateLog()
-        sdk = ChannelSubscriber("rt/lowstate", LowState_)
+        sdk = ChannelSubscriber("rt/lowstate", LowState_)  # the SDK's deserialiser: ~0.5 ms per sample
         sdk.Init(lambda msg: len(sdk_samples) < 20 and sdk_samples.append(msg))
-        wait_for(lambda: len(log.samples) > 10, 3.0, "first LowStates")
+        wait_for(lambda: len(sdk_samples) >= 20, 3.0, "LowStates through the SDK subscriber")
+        sdk.Close()
+        log = LowStateLog()
+        wait_for(lambda: len(log.samples) > 10, 3.0, "first raw LowStates")
         log.samples.clear()
         started = time.monotonic()
         time.sleep(1.0)
         samples = list(log.samples)
         elapsed = time.monotonic() - started
-        sdk.Close()
         log.close()
         stats = sim.stats()
     ground_truth.close()
@@ -166,7 +167,6 @@ def test_lowstate_arrives_at_configured_rate_with_valid_crc(dds_domain, lowcmd_p
     assert (np.diff(ticks) % 2 == 0).all() and (np.diff(ticks) > 0).all()
     assert rate > 125  # loose (a quarter): the machine is shared; the figure is printed above
     # the SDK's own subscriber and CRC accept the raw-written samples
-    assert len(sdk_samples) >= 5
     assert all(g1.lowstate_crc_ok(msg) for msg in sdk_samples)
     state = g1.decode_lowstate(sdk_samples[-1], time.time_ns())
     assert state.crc_ok and np.linalg.norm(state.quat_wxyz) == pytest.approx(1.0, abs=1e-5)
@@ -410,7 +410,17 @@ def test_asap_sim_command_runs_and_reports(tmp_path):
     assert stats["commands"]["received"] == 0 and stats["commands"]["limp_events"] == 0
 
 
-def test_asap_sim_bad_profile_is_a_one_line_error(capsys):
-    assert sim_main(["--domain", "7", "--profile", "no_such_profile"]) == 2
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--profile", "no_such_profile"], "no_such_profile.yaml"),
+        (["--rate", "300", "--lowstate-rate", "200"], "lowstate_rate_hz"),
+        (["--viewer", "--mocap-rate", "0"], "DISPLAY"),
+    ],
+)
+def test_asap_sim_bad_input_is_a_one_line_error(capsys, monkeypatch, args, names):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert sim_main(["--domain", "7", *args]) == 2  # refused before any DDS set-up
     err = capsys.readouterr().err
-    assert err.startswith("asap_sim: error: ") and "no_such_profile.yaml" in err and err.count("\n") == 1
+    assert err.startswith("asap_sim: error: ") and names in err and err.count("\n") == 1

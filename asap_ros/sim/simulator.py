@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import collections
 import math
+import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -115,12 +117,7 @@ class Simulator:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
         if self._viewer_wanted:
-            import mujoco.viewer
-
-            try:
-                self._viewer = mujoco.viewer.launch_passive(self.physics.model, self.physics.data)
-            except Exception as exc:  # no display, no OpenGL: refuse before opening DDS
-                raise AsapError(f"MuJoCo viewer unavailable: {exc}") from exc
+            self._viewer = self._launch_viewer()
         init_channels(self.domain, self.interface)
         dp = participant()
         self._lowstate_writer = RawWriter(LOWSTATE_TOPIC, LowState_)
@@ -133,6 +130,14 @@ class Simulator:
             self.mocap.start()
         self._thread = threading.Thread(target=self._run, name="asap-sim-physics", daemon=True)
         self._thread.start()
+
+    def _launch_viewer(self) -> Any:
+        """MuJoCo's passive viewer; refused up front without a display (GLFW would exit the process)."""
+        if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise AsapError("the MuJoCo viewer needs a display: neither DISPLAY nor WAYLAND_DISPLAY is set")
+        import mujoco.viewer
+
+        return mujoco.viewer.launch_passive(self.physics.model, self.physics.data)
 
     def stop(self) -> None:
         if self._thread is None:
