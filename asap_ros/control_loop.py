@@ -1,7 +1,9 @@
 """The real-time control thread: absolute deadlines around the pure :class:`Controller`.
 
 One step: wake on the deadline, take the newest ``LowState`` that arrived after it (waiting
-at most ``state_wait_ns``), decode, ``Controller.step``, encode and write the ``LowCmd``.
+at most ``state_wait_s``), decode, ``Controller.step``, encode and write the ``LowCmd``.
+Samples travel as raw XCDR1 bytes both ways (:class:`asap_ros.dds.RawReader` /
+:class:`~asap_ros.dds.RawWriter`): the SDK's Python (de)serialiser (~0.5 ms) never runs here.
 Nothing slow runs here: each step leaves a :class:`StepRecord` in a bounded queue that a
 second thread hands to the sinks (DDS/ROS publishers, statistics). An e-stop wakes the loop
 at once, so the damping command goes out without waiting for the next deadline.
@@ -19,7 +21,8 @@ from typing import Any, Callable
 import numpy as np
 
 from asap_ros.controller import Controller, StepOutput
-from asap_ros.g1 import LowCmdEncoder, decode_lowstate
+from asap_ros.g1 import LowCmdEncoder, decode_lowstate_cdr
+from asap_ros.state import RobotState
 from asap_ros.state_machine import EStop
 
 Sink = Callable[["StepRecord"], None]
@@ -43,28 +46,30 @@ class StepRecord:
 
 
 class LatestState:
-    """The newest raw ``LowState`` and its arrival stamp, handed from the DDS thread to the loop."""
+    """The newest raw ``LowState`` sample and its arrival stamp, from the DDS thread to the loop.
+
+    ``put`` has the :data:`asap_ros.dds.PayloadHandler` signature: pass it to ``RawReader``.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._msg: Any = None
+        self._payload: bytes | None = None
         self._stamp_ns = 0
         self._seq = 0
 
-    def put(self, msg: Any) -> None:
-        """DDS callback: stamp on arrival, keep only the newest sample."""
-        stamp = time.time_ns()
+    def put(self, payload: bytes, stamp_ns: int) -> None:
+        """DDS callback: keep only the newest sample, with the stamp taken on its arrival."""
         with self._cond:
-            self._msg, self._stamp_ns = msg, stamp
+            self._payload, self._stamp_ns = payload, stamp_ns
             self._seq += 1
             self._cond.notify_all()
 
-    def newest_after(self, seq: int, timeout_s: float) -> tuple[Any, int, int]:
-        """``(msg, stamp_ns, seq)`` of a sample newer than ``seq``, or the newest one on timeout."""
+    def newest_after(self, seq: int, timeout_s: float) -> tuple[bytes | None, int, int]:
+        """``(payload, stamp_ns, seq)`` of a sample newer than ``seq``, or the newest one on timeout."""
         with self._cond:
             if self._seq <= seq:
                 self._cond.wait_for(lambda: self._seq > seq, timeout=timeout_s)
-            return self._msg, self._stamp_ns, self._seq
+            return self._payload, self._stamp_ns, self._seq
 
 
 class TimingStats:
@@ -101,13 +106,15 @@ class TimingStats:
 class ControlLoop:
     """Runs a :class:`Controller` at a fixed rate on its own thread.
 
-    ``write_lowcmd`` is the only I/O on the control path (the DDS write of the LowCmd).
+    ``write_lowcmd(payload)`` is the only I/O on the control path: the DDS write of the LowCmd
+    as raw XCDR1 bytes (``RawWriter("rt/lowcmd", LowCmd_).write``). ``last_state`` is the
+    newest decoded state, for publishers on other threads (read it, never mutate it).
     """
 
     def __init__(
         self,
         controller: Controller,
-        write_lowcmd: Callable[[Any], None],
+        write_lowcmd: Callable[[bytes], None],
         period_s: float = 0.02,
         state_wait_s: float = 0.004,
         late_after_s: float = 0.005,
@@ -118,6 +125,8 @@ class ControlLoop:
         self.latest = LatestState()
         self.stats = TimingStats()
         self.mocap_stamp_ns = 0
+        self.last_state: RobotState | None = None
+        self.decode_errors = 0
         self._write = write_lowcmd
         self._encoder = LowCmdEncoder()
         self._period_ns = int(round(period_s * 1e9))
@@ -183,11 +192,11 @@ class ControlLoop:
                 break
             if woken:
                 self._wake.clear()
-                msg, arrival_ns, seq = self.latest.newest_after(seq, 0.0)
-                self._step(msg, arrival_ns, late=False)
+                payload, arrival_ns, seq = self.latest.newest_after(seq, 0.0)
+                self._step(payload, arrival_ns, late=False)
                 continue
-            msg, arrival_ns, seq = self.latest.newest_after(seq, self._state_wait_s)
-            self._step(msg, arrival_ns, late)
+            payload, arrival_ns, seq = self.latest.newest_after(seq, self._state_wait_s)
+            self._step(payload, arrival_ns, late)
             finished = time.monotonic_ns()
             late = finished > deadline + self._late_after_ns
             if late:
@@ -198,16 +207,17 @@ class ControlLoop:
                 self.stats.skipped_periods += int(skipped)
                 deadline += skipped * self._period_ns
 
-    def _step(self, msg: Any, arrival_ns: int, late: bool) -> None:
+    def _step(self, payload: bytes | None, arrival_ns: int, late: bool) -> None:
         started = time.time_ns()
-        state = decode_lowstate(msg, arrival_ns) if msg is not None else None
+        state = self._decode(payload, arrival_ns)
         if state is not None and state.crc_ok:
             self._mode_machine = state.mode_machine
+            self.last_state = state
         with self._lock:
             output = self.controller.step(state, time.time_ns(), late)
         if self._mode_machine is None:
             return  # never heard from the robot: a LowCmd needs its mode_machine
-        self._write(self._encoder.encode(output.command, self._mode_machine))
+        self._write(self._encoder.encode_cdr(output.command, self._mode_machine))
         written = time.time_ns()
         latency = written - arrival_ns if state is not None else 0
         compute = written - started
@@ -231,6 +241,16 @@ class ControlLoop:
         )
         with self._records_ready:
             self._records_ready.notify()
+
+    def _decode(self, payload: bytes | None, arrival_ns: int) -> RobotState | None:
+        """A malformed sample is treated like one with a bad CRC: counted, its content never used."""
+        if payload is None:
+            return None
+        try:
+            return decode_lowstate_cdr(payload, arrival_ns)
+        except ValueError:
+            self.decode_errors += 1
+            return RobotState(stamp_ns=arrival_ns, crc_ok=False)
 
     def _set_realtime_priority(self) -> None:
         if self._priority > 0 and hasattr(os, "sched_setscheduler"):

@@ -272,8 +272,8 @@ class LowCmdEncoder:
         self._floats = words.reshape(NUM_MOTORS, -1)[:, 1:6]
         self._motor_msgs = self.msg.motor_cmd[:NUM_MOTORS]
 
-    def encode(self, cmd: JointCommand, mode_machine: int):
-        """The LowCmd_ for ``cmd``; a non-finite value or a bad ``mode_machine`` raises ``ValueError``."""
+    def _fill(self, cmd: JointCommand, mode_machine: int) -> int:
+        """Write ``cmd`` into the C-layout record; returns its CRC (also stored in the record)."""
         if not 0 <= mode_machine <= 255:
             raise ValueError(f"mode_machine must be 0..255 (from LowState), got {mode_machine!r}")
         driven = self._driven
@@ -288,7 +288,13 @@ class LowCmdEncoder:
         self._record["mode_pr"] = 0
         self._record["mode_machine"] = mode_machine
         crc = record_crc(self._record)
-        modes = driven["mode"].tolist()
+        self._record["crc"] = crc
+        return crc
+
+    def encode(self, cmd: JointCommand, mode_machine: int):
+        """The LowCmd_ for ``cmd``; a non-finite value or a bad ``mode_machine`` raises ``ValueError``."""
+        crc = self._fill(cmd, mode_machine)
+        modes = self._driven["mode"].tolist()
         for motor, mode, (q, dq, tau, kp, kd) in zip(self._motor_msgs, modes, self._floats.tolist()):
             motor.mode, motor.q, motor.dq, motor.tau, motor.kp, motor.kd = mode, q, dq, tau, kp, kd
         msg = self.msg
@@ -296,6 +302,11 @@ class LowCmdEncoder:
         msg.mode_machine = mode_machine
         msg.crc = crc
         return msg
+
+    def encode_cdr(self, cmd: JointCommand, mode_machine: int) -> bytes:
+        """:meth:`encode` as a raw XCDR1 sample for :class:`asap_ros.dds.RawWriter` (no SDK serialiser)."""
+        self._fill(cmd, mode_machine)
+        return LOWCMD_WIRE.to_cdr(self._record)
 
 
 def damping_command(kd: np.ndarray) -> JointCommand:
