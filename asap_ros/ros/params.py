@@ -69,8 +69,6 @@ DEPLOY_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("state_publish_rate_hz", "float", "joint_states / imu publish rate", low=0.1, high=500.0, runtime=True),
     ParamSpec("diagnostics_rate_hz", "float", "diagnostics publish rate", low=0.1, high=50.0, runtime=True),
     ParamSpec("stand_up_duration_s", "float", "stand-up interpolation time", low=0.5, high=60.0, zero_keeps=True),
-    ParamSpec("prepare_blend_s", "float", "blend to a motion's start pose", low=0.1, high=10.0, zero_keeps=True),
-    ParamSpec("prepare_hold_s", "float", "hold of the start pose before tracking", low=0.01, high=10.0, zero_keeps=True),
     ParamSpec("max_state_age_ms", "float", "fault: LowState older than this", low=1.0, high=1000.0, zero_keeps=True),
     ParamSpec("max_tilt_deg", "float", "fault: torso tilt above this", low=1.0, high=180.0, zero_keeps=True),
     ParamSpec("max_temperature_c", "float", "fault: motor hotter than this", low=20.0, high=150.0, zero_keeps=True),

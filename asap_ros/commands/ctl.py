@@ -1,0 +1,182 @@
+"""``asap-ros ctl``: operate a running ``asap_deploy`` over ROS 2 (from the robot or a laptop).
+
+``stand``, ``start NAME``, ``stop``, ``reset`` and ``estop`` call the deploy node's Trigger
+services; ``estop`` also goes to ``asap_supervisor`` (which takes over if the deploy node
+does not obey) and ``reset`` first releases a supervisor takeover. ``status`` prints mode,
+fault, motion, timing and the supervisor's state from the latched topics.
+
+Exit status: 0 done, 1 refused by the node (its reason is printed), 2 error (deploy node not
+reachable, timeout, unknown motion).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+from asap_ros.errors import AsapError
+
+ACTIONS = ("stand", "start", "stop", "estop", "reset", "status")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=ACTIONS, help="what to ask the deploy node")
+    parser.add_argument("motion", nargs="?", help="motion to start (start only; default: its default_motion)")
+    parser.add_argument("--node", default="asap_deploy", help="deploy node name (default asap_deploy)")
+    parser.add_argument("--supervisor", default="asap_supervisor", help="supervisor node name")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for a node (default 5)")
+    parser.add_argument("--domain", type=int, help="ROS domain id (default: $ROS_DOMAIN_ID)")
+
+
+class OperatorClient:
+    """Trigger-service calls and latched-topic reads against one deploy node."""
+
+    def __init__(self, node: Any, deploy: str, supervisor: str, timeout_s: float):
+        self.node = node
+        self.deploy = deploy.strip("/")
+        self.supervisor = supervisor.strip("/")
+        self.timeout_s = timeout_s
+
+    def _client(self, service: str, wait_s: float) -> Any | None:
+        from std_srvs.srv import Trigger
+
+        client = self.node.create_client(Trigger, service)
+        return client if client.wait_for_service(timeout_sec=wait_s) else None
+
+    def require_deploy(self) -> None:
+        """AsapError unless the deploy node's services are reachable."""
+        if self._client(f"/{self.deploy}/stand", self.timeout_s) is None:
+            raise AsapError(
+                f"deploy node /{self.deploy} not reachable within {self.timeout_s:g} s: is asap_deploy "
+                f"running, with the same ROS_DOMAIN_ID ({os.environ.get('ROS_DOMAIN_ID', '0')}) and RMW?"
+            )
+
+    def motions(self) -> list[str]:
+        """Motions the deploy node offers (its ``~/start/<name>`` services)."""
+        prefix = f"/{self.deploy}/start/"
+        names = self.node.get_service_names_and_types()
+        return sorted(name[len(prefix):] for name, _types in names if name.startswith(prefix))
+
+    def call(self, service: str, wait_s: float | None = None) -> tuple[bool, str]:
+        """``(success, message)`` of one Trigger call; AsapError if unreachable or no answer."""
+        import rclpy
+        from std_srvs.srv import Trigger
+
+        client = self._client(service, self.timeout_s if wait_s is None else wait_s)
+        if client is None:
+            raise AsapError(f"service {service} not available within {self.timeout_s if wait_s is None else wait_s:g} s")
+        future = client.call_async(Trigger.Request())
+        rclpy.spin_until_future_complete(self.node, future, timeout_sec=self.timeout_s)
+        if not future.done():
+            raise AsapError(f"service {service} did not answer within {self.timeout_s:g} s")
+        return future.result().success, future.result().message
+
+    def start_service(self, motion: str | None) -> str:
+        """The service starting ``motion``; an unknown motion is an AsapError listing the known ones."""
+        if motion is None:
+            return f"/{self.deploy}/start"
+        deadline = time.monotonic() + 1.0  # service names can trail the node's first services
+        while (known := self.motions()) and motion not in known and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if motion not in known:
+            raise AsapError(f"unknown motion {motion!r} (known: {', '.join(known) or 'none'})")
+        return f"/{self.deploy}/start/{motion}"
+
+    def latched(self, topics: dict[str, type], wait_s: float) -> dict[str, Any]:
+        """The latched message of each topic that has one within ``wait_s``."""
+        import rclpy
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+
+        qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        received: dict[str, Any] = {}
+        subs = [self.node.create_subscription(kind, topic, lambda m, t=topic: received.setdefault(t, m), qos)
+                for topic, kind in topics.items()]
+        deadline = time.monotonic() + wait_s
+        while len(received) < len(topics) and time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        for sub in subs:
+            self.node.destroy_subscription(sub)
+        return received
+
+
+def status_lines(client: OperatorClient) -> list[str]:
+    """Mode, motion, fault, control timing and supervisor state as printable lines."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import String, UInt64
+
+    d, s = client.deploy, client.supervisor
+    topics = {f"/{d}/mode": String, f"/{d}/fault": String, "/diagnostics": DiagnosticArray,
+              f"/{s}/state": String, f"/{s}/lowcmd_writes": UInt64}
+    got = client.latched(topics, client.timeout_s)
+    if f"/{d}/mode" not in got:
+        raise AsapError(f"no /{d}/mode within {client.timeout_s:g} s: is asap_deploy running?")
+    lines = [f"mode: {got[f'/{d}/mode'].data}", f"fault: {getattr(got.get(f'/{d}/fault'), 'data', '') or '-'}"]
+    statuses = {st.name: {kv.key: kv.value for kv in st.values} for st in getattr(got.get("/diagnostics"), "status", [])}
+    controller = statuses.get(f"{d}: controller", {})
+    lines.append(f"motion: {controller.get('motion') or '-'}")
+    loop = statuses.get(f"{d}: control loop")
+    if loop:
+        lines.append(
+            "control loop: {steps} steps, latency p50 {p50} / p99 {p99} / max {mx} us, deadline misses {miss}".format(
+                steps=loop.get("steps", "?"), p50=loop.get("latency_p50_us", "?"), p99=loop.get("latency_p99_us", "?"),
+                mx=loop.get("latency_max_us", "?"), miss=loop.get("deadline_misses", "?")))
+    else:
+        lines.append("control loop: no diagnostics yet")
+    if f"/{s}/state" in got:
+        writes = getattr(got.get(f"/{s}/lowcmd_writes"), "data", 0)
+        lines.append(f"supervisor: {got[f'/{s}/state'].data} (rt/lowcmd writes: {writes})")
+    else:
+        lines.append(f"supervisor: /{s} not running")
+    return lines
+
+
+def _report(what: str, result: tuple[bool, str]) -> int:
+    success, message = result
+    print(f"{what}: {'ok' if success else 'refused'}: {message}")
+    return 0 if success else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    import rclpy
+
+    if args.action == "start" and args.motion is not None and not args.motion:
+        raise AsapError("motion name is empty")
+    if args.action != "start" and args.motion is not None:
+        raise AsapError(f"'{args.action}' takes no motion name (got {args.motion!r})")
+    rclpy.init(args=[], domain_id=args.domain) if args.domain is not None else rclpy.init(args=[])
+    node = rclpy.create_node(f"asap_ctl_{os.getpid()}")
+    client = OperatorClient(node, args.node, args.supervisor, args.timeout)
+    try:
+        if args.action == "status":
+            print("\n".join(status_lines(client)))
+            return 0
+        if args.action == "estop":
+            return _estop(client)
+        client.require_deploy()
+        if args.action == "reset":
+            supervisor = f"/{client.supervisor}/reset"
+            if client._client(supervisor, 0.5) is not None:
+                _report("supervisor reset", client.call(supervisor))
+            return _report("reset", client.call(f"/{client.deploy}/reset"))
+        if args.action == "start":
+            return _report(f"start {args.motion or '(default motion)'}", client.call(client.start_service(args.motion)))
+        return _report(args.action, client.call(f"/{client.deploy}/{args.action}"))
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def _estop(client: OperatorClient) -> int:
+    """E-stop through the deploy node and the supervisor, whichever answer; error if neither."""
+    answered = 0
+    for name in (f"/{client.deploy}/estop", f"/{client.supervisor}/estop"):
+        try:
+            _report(f"estop via {name}", client.call(name, wait_s=min(client.timeout_s, 1.0)))
+            answered += 1
+        except AsapError as exc:
+            print(f"estop via {name}: {exc}")
+    if not answered:
+        raise AsapError("e-stop reached neither the deploy node nor the supervisor: use the remote or power off")
+    return 0

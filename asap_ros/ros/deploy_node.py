@@ -1,0 +1,337 @@
+"""``asap_deploy``: the control loop on the G1 (or the simulated G1), behind ROS 2.
+
+The :class:`~asap_ros.control_loop.ControlLoop` runs on its own thread with the unitree DDS
+``rt/lowstate`` subscriber and ``rt/lowcmd`` writer; rclpy never calls into the control path.
+Off the control path (the loop's sink thread and rclpy timers) the node publishes
+``joint_states``, ``imu``, ``~/mode`` and ``~/fault`` (latched), ``diagnostics`` (latched),
+``~/heartbeat`` (one per control step) and ``~/process`` (latched ``host:pid``), both watched
+by ``asap_supervisor``, ``~/policy_step`` and the
+full policy step on DDS (:mod:`asap_ros.dds_types`). Operator services (``std_srvs/Trigger``):
+``~/stand``, ``~/stop``, ``~/estop``, ``~/reset``, ``~/start`` (the ``default_motion``
+parameter) and one ``~/start/<motion>`` per loaded policy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from asap_ros.errors import AsapError, ConfigError, RejectedRequest
+from asap_ros.paths import config_file, policies_dir
+from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
+
+NODE_NAME = "asap_deploy"
+SHUTDOWN_DAMPING_S = 0.1
+"""On a clean shutdown the node e-stops and lets the loop send damping this long before stopping."""
+_ROS_NAME_TOKEN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def resolve_policy_files(names: list[str], source: str) -> list[Path]:
+    """Spec files by name (relative names are looked up in the package ``policies/``)."""
+    paths = []
+    for name in names:
+        path = Path(name) if Path(name).is_absolute() else policies_dir() / name
+        if not path.is_file():
+            raise ConfigError(source, "policies", f"policy spec not found at {path}", name)
+        paths.append(path)
+    return paths
+
+
+def load_policies(files: list[Path], robot: Any, assets_dir: str | None, source: str) -> dict[str, Any]:
+    """``{motion name: PolicyRunner}``; names must be unique ROS name tokens (they name services)."""
+    from asap_ros.policy import PolicyRunner
+
+    policies: dict[str, Any] = {}
+    for path in files:
+        runner = PolicyRunner.from_spec_file(path, robot=robot, assets_dir=assets_dir)
+        name = runner.spec.name
+        if not _ROS_NAME_TOKEN.match(name):
+            raise ConfigError(path, "name", "motion name must be a ROS name token ([A-Za-z][A-Za-z0-9_]*)", name)
+        if name in policies:
+            raise ConfigError(source, "policies", "two policy specs define the same motion", name)
+        policies[name] = runner
+    return policies
+
+
+def controller_config_with_overrides(config: Any, values: Mapping[str, Any], source: str) -> Any:
+    """The controller config with every non-zero override parameter applied."""
+    safety_keys = ("max_state_age_ms", "max_tilt_deg", "max_temperature_c", "max_start_temperature_c")
+    if values["stand_up_duration_s"]:
+        config = dataclasses.replace(config, stand_up_duration_s=values["stand_up_duration_s"])
+    safety = dataclasses.replace(config.safety, **{k: values[k] for k in safety_keys if values[k]})
+    if safety.max_start_temperature_c > safety.max_temperature_c:
+        raise ConfigError(source, "max_start_temperature_c",
+                          f"must not exceed max_temperature_c ({safety.max_temperature_c:g})",
+                          safety.max_start_temperature_c)
+    return dataclasses.replace(config, safety=safety)
+
+
+class DeployNode:
+    """Wires the control loop to unitree DDS and to the ROS interface of one rclpy node."""
+
+    def __init__(self, node: Any):
+        from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+        from std_msgs.msg import Float32MultiArray, String, UInt64
+
+        from asap_ros.control_loop import ControlLoop
+        from asap_ros.controller import Controller, load_controller_config
+        from asap_ros.robot import load_robot_model
+
+        self.node = node
+        self.params = NodeParams(node, DEPLOY_PARAMS, load_defaults(config_file("deploy.yaml"), NODE_NAME, DEPLOY_PARAMS))
+        p, source = self.params, self.params.source
+        sys.setswitchinterval(p["switch_interval_ms"] / 1e3)
+
+        self.robot = load_robot_model(p["robot_config"] or None)
+        config = controller_config_with_overrides(
+            load_controller_config(p["controller_config"] or None), p.values, source)
+        policies = load_policies(resolve_policy_files(p["policies"], source), self.robot, p["assets_dir"] or None, source)
+        self.controller = Controller(self.robot, policies, config)
+        self.params.set_validator(self._check_params)
+
+        self._lowcmd_writer = self._open_unitree_channels(p["dds_domain"], p["network_interface"])
+        self.loop = ControlLoop(
+            self.controller,
+            self._lowcmd_writer.write,
+            period_s=1.0 / p["control_rate_hz"],
+            state_wait_s=p["state_wait_ms"] / 1e3,
+            late_after_s=p["late_after_ms"] / 1e3,
+            realtime_priority=p["realtime_priority"],
+        )
+
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._mode_pub = node.create_publisher(String, "~/mode", latched)
+        self._fault_pub = node.create_publisher(String, "~/fault", latched)
+        self._heartbeat_pub = node.create_publisher(UInt64, "~/heartbeat", qos_profile_sensor_data)
+        self._policy_pub = node.create_publisher(Float32MultiArray, "~/policy_step", 10)
+        self._policy_dds = self._open_policy_step_channel()
+        self._episode = 0
+        self._publish_mode(self.controller.mode.name, "")
+        process = node.create_publisher(String, "~/process", latched)  # lets a local supervisor watch for exit
+        process.publish(String(data=f"{socket.gethostname()}:{os.getpid()}"))
+        self._process_pub = process
+        self._state_publisher = StatePublisher(node, self.loop, self.robot.joint_names)
+        self._diagnostics = DiagnosticsPublisher(node, self.loop, self.robot.joint_names, config.safety)
+        self._create_services(policies)
+        self.loop.add_sink(self._on_step)
+        self._timers = {
+            "state_publish_rate_hz": node.create_timer(1.0 / p["state_publish_rate_hz"], self._state_publisher.publish),
+            "diagnostics_rate_hz": node.create_timer(1.0 / p["diagnostics_rate_hz"], self._diagnostics.publish),
+        }
+        self.params.on_change(self._apply_rates)
+
+    # --- set-up helpers ------------------------------------------------------------------
+    def _open_unitree_channels(self, domain: int, interface: str) -> Any:
+        """The raw rt/lowcmd writer (the rt/lowstate reader is opened in :meth:`start`)."""
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
+
+        from asap_ros.dds import RawWriter, init_channels
+
+        init_channels(domain, interface)
+        return RawWriter("rt/lowcmd", LowCmd_)
+
+    def _open_policy_step_channel(self) -> Any:
+        from asap_ros.dds_types import PolicyStepPublisher
+
+        return PolicyStepPublisher()
+
+    def _create_services(self, policies: Mapping[str, Any]) -> None:
+        from std_srvs.srv import Trigger
+
+        from asap_ros.state_machine import EStop, Reset, Stand, Start, Stop
+
+        node = self.node
+        handlers: dict[str, Callable[[], Any]] = {
+            "~/stand": Stand,
+            "~/stop": Stop,
+            "~/estop": lambda: EStop("operator e-stop (~/estop service)"),
+            "~/reset": Reset,
+            "~/start": lambda: Start(self.params["default_motion"]),
+            **{f"~/start/{name}": (lambda n=name: Start(n)) for name in policies},
+        }
+        self._services = [node.create_service(Trigger, name, self._trigger(make)) for name, make in handlers.items()]
+
+    def _trigger(self, make_request: Callable[[], Any]) -> Callable[[Any, Any], Any]:
+        """A Trigger callback applying one request; a refusal is success=False with the reason."""
+        from asap_ros.state_machine import describe
+
+        def callback(_request: Any, response: Any) -> Any:
+            request = make_request()
+            try:
+                self.loop.request(request)
+            except RejectedRequest as exc:
+                response.success, response.message = False, str(exc)
+                return response
+            response.success = True
+            response.message = f"{describe(request)} accepted; mode {self.controller.mode.name}"
+            return response
+
+        return callback
+
+    def _check_params(self, values: dict[str, Any]) -> None:
+        """Cross-parameter rule, at start-up and on every runtime change: a loaded default motion."""
+        motions = sorted(self.controller.policies)
+        if values["default_motion"] not in motions:
+            raise ConfigError(self.params.source, "default_motion",
+                              f"not a loaded motion (known: {', '.join(motions)})", values["default_motion"])
+
+    def _apply_rates(self, changed: dict[str, Any]) -> None:
+        for name, timer in self._timers.items():
+            if name in changed:
+                timer.timer_period_ns = int(1e9 / changed[name])
+
+    # --- sink thread -------------------------------------------------------------------------
+    def _on_step(self, record: Any) -> None:
+        from std_msgs.msg import UInt64
+
+        from asap_ros.ros.messages import policy_step_msg
+
+        self._heartbeat_pub.publish(UInt64(data=record.control_tick))
+        out, policy = record.output, record.output.policy
+        motion = self.controller.motion or ""
+        if out.transition is not None:
+            t = out.transition
+            self._publish_mode(t.to_mode.name, t.reason if t.to_mode.name == "DAMPING" else "")
+            self._policy_dds.publish_transition(stamp_ns=t.stamp_ns, from_mode=t.from_mode.name,
+                                                to_mode=t.to_mode.name, reason=t.reason, motion=motion)
+            if t.to_mode.name == "TRACKING":
+                self._episode += 1
+        if policy is not None:
+            self._policy_pub.publish(policy_step_msg(policy))
+        self._policy_dds.publish_step(
+            stamp_ns=record.stamp_ns, control_tick=record.control_tick, mode=out.mode.name,
+            motion=motion if policy is not None else "", episode=self._episode,
+            motion_tick=policy.tick if policy is not None else -1, phase=policy.phase if policy is not None else 0.0,
+            lowstate_tick=record.lowstate_tick, lowstate_stamp_ns=record.lowstate_stamp_ns,
+            mocap_stamp_ns=record.mocap_stamp_ns, obs=policy.obs if policy is not None else (),
+            raw_action=policy.raw_action if policy is not None else (), q_target=out.command.q,
+            compute_ns=record.compute_ns, latency_ns=record.latency_ns, late=record.late,
+        )
+
+    def _publish_mode(self, mode: str, fault: str) -> None:
+        from std_msgs.msg import String
+
+        self._mode_pub.publish(String(data=mode))
+        self._fault_pub.publish(String(data=fault))
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the control thread, then feed it rt/lowstate."""
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
+
+        from asap_ros.dds import RawReader
+
+        self.loop.start()
+        self._lowstate_reader = RawReader("rt/lowstate", LowState_, self.loop.latest.put)
+
+    def shutdown(self) -> None:
+        """Damp the robot (a clean exit never leaves it holding a pose unattended), then stop."""
+        from asap_ros.state_machine import EStop
+
+        self.loop.request(EStop(f"{NODE_NAME} shutting down"))
+        time.sleep(SHUTDOWN_DAMPING_S)
+        self.loop.stop()
+
+
+class StatePublisher:
+    """``joint_states`` and ``imu`` from the control loop's newest state (timer callback)."""
+
+    def __init__(self, node: Any, loop: Any, joint_names: tuple[str, ...]):
+        from rclpy.qos import qos_profile_sensor_data
+        from sensor_msgs.msg import Imu, JointState
+
+        self._loop = loop
+        self._joint_names = joint_names
+        self._joints = node.create_publisher(JointState, "joint_states", qos_profile_sensor_data)
+        self._imu = node.create_publisher(Imu, "imu", qos_profile_sensor_data)
+        self._published_stamp_ns = 0
+
+    def publish(self) -> None:
+        """The control loop's newest decoded state, unless already published."""
+        from asap_ros.ros.messages import imu_msg, joint_state_msg
+
+        state = self._loop.last_state
+        if state is None or state.stamp_ns == self._published_stamp_ns:
+            return
+        self._published_stamp_ns = state.stamp_ns
+        self._joints.publish(joint_state_msg(state, self._joint_names))
+        self._imu.publish(imu_msg(state))
+
+
+class DiagnosticsPublisher:
+    """``diagnostics`` (latched, so ``asap-ros ctl status`` gets the last one at once)."""
+
+    def __init__(self, node: Any, loop: Any, joint_names: tuple[str, ...], safety: Any):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+
+        self._node_name = node.get_name()
+        self._loop = loop
+        self._joint_names = joint_names
+        self._safety = safety
+        self._pub = node.create_publisher(
+            DiagnosticArray, "diagnostics", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._misses_reported = 0
+
+    def publish(self) -> None:
+        from asap_ros.ros.messages import DiagnosticsInput, diagnostics_msg
+
+        controller = self._loop.controller
+        timing = {**self._loop.stats.summary(), "decode_errors": self._loop.decode_errors}
+        misses = int(timing["deadline_misses"])
+        data = DiagnosticsInput(
+            stamp_ns=time.time_ns(),
+            timing=timing,
+            dropped_records=self._loop.dropped_records,
+            mode=controller.mode.name,
+            motion=controller.motion,
+            fault=controller.fault_reason,
+            state=self._loop.last_state,
+            joint_names=self._joint_names,
+            max_state_age_ms=self._safety.max_state_age_ms,
+            max_start_temperature_c=self._safety.max_start_temperature_c,
+            max_temperature_c=self._safety.max_temperature_c,
+            new_deadline_misses=misses - self._misses_reported,
+            sink_errors=list(self._loop.sink_errors),
+        )
+        self._misses_reported = misses
+        self._pub.publish(diagnostics_msg(data, self._node_name))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console script ``asap_deploy``: exit 2 with one line naming the problem on bad parameters."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    rclpy.init(args=argv)
+    node = rclpy.create_node(NODE_NAME)
+    try:
+        deploy = DeployNode(node)
+    except AsapError as exc:
+        print(f"{NODE_NAME}: refusing to start: {exc}", file=sys.stderr)
+        node.destroy_node()
+        rclpy.try_shutdown()
+        return 2
+    deploy.start()
+    node.get_logger().info(
+        f"control loop running; motions: {', '.join(sorted(deploy.controller.policies))}")
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        deploy.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,340 @@
+"""``asap_supervisor``: the e-stop that survives a crashed or hung ``asap_deploy``.
+
+E-stop sources: the ``estop`` topic (std_msgs/Empty), the ``~/estop`` service
+(std_srvs/Trigger), a button combo on the G1 wireless remote (``LowState.wireless_remote``)
+and ENTER on an interactive terminal. Each is forwarded to ``/<deploy_node>/estop``.
+
+The supervisor watches ``rt/lowcmd`` (unitree DDS) and the deploy node's ``~/heartbeat``.
+It takes over, streaming damping ``LowCmd`` (kp 0, the controller's damping kd,
+``mode_machine`` from the newest CRC-valid ``LowState``, CRC set) to ``rt/lowcmd`` until
+``~/reset``, when
+
+- the deploy process exits (same host: watched through a pidfd of the pid it announces on
+  its latched ``~/process`` topic, so a ``kill -9`` is seen at once), or
+- it has heard from the deploy node and then neither a LowCmd nor a heartbeat arrives for
+  ``takeover_after_ms`` (process hung or starved), or
+- after an e-stop, no LowCmd with kp 0 on every motor arrives within ``estop_obey_ms``.
+
+While the deploy node is healthy it never writes: ``lowcmd_writes`` counts every write and is
+published on ``~/lowcmd_writes`` (latched) with the state on ``~/state`` (latched).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from asap_ros.errors import AsapError
+from asap_ros.paths import config_file
+from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
+from asap_ros.state import NUM_MOTORS
+
+NODE_NAME = "asap_supervisor"
+WATCHING = "WATCHING"
+TAKEOVER = "TAKEOVER"
+
+
+def lowcmd_is_damping(record: Any) -> bool:
+    """A C-layout LowCmd record that applies no position stiffness (kp 0 on every G1 motor)."""
+    return not record["motor_cmd"]["kp"][:NUM_MOTORS].any()
+
+
+class Watchdog:
+    """The takeover decision (pure timing logic, clock passed in; no I/O).
+
+    ``deploy_seen`` / ``estop_requested`` / ``damping_seen`` are fed by the DDS and ROS
+    callbacks; :meth:`due_reason` says whether to take over now, :meth:`next_check_ns` when
+    to look again.
+    """
+
+    def __init__(self, takeover_after_ns: int, estop_obey_ns: int):
+        self.takeover_after_ns = takeover_after_ns
+        self.estop_obey_ns = estop_obey_ns
+        self.last_deploy_ns = 0
+        """Newest LowCmd or heartbeat from the deploy node (0 = never heard from it)."""
+        self.estop_since_ns = 0
+        """When an unconfirmed e-stop was requested (0 = none pending)."""
+        self.exited: str | None = None
+        """Set when the deploy process was seen to exit (same host only)."""
+
+    def deploy_seen(self, now_ns: int) -> None:
+        self.last_deploy_ns = max(self.last_deploy_ns, now_ns)
+
+    def estop_requested(self, now_ns: int) -> None:
+        if not self.estop_since_ns:
+            self.estop_since_ns = now_ns
+
+    def damping_seen(self, now_ns: int) -> None:
+        if self.estop_since_ns and now_ns >= self.estop_since_ns:
+            self.estop_since_ns = 0
+
+    def deploy_alive(self, now_ns: int) -> bool:
+        """Heard from the deploy node within ``takeover_after_ns``."""
+        return bool(self.last_deploy_ns) and now_ns - self.last_deploy_ns < self.takeover_after_ns
+
+    def due_reason(self, now_ns: int) -> str | None:
+        """Why to take over at ``now_ns``, or None."""
+        if self.exited:
+            return self.exited
+        if self.estop_since_ns and now_ns - self.estop_since_ns >= self.estop_obey_ns:
+            return f"deploy did not send damping within {self.estop_obey_ns / 1e6:g} ms of an e-stop"
+        if self.last_deploy_ns and now_ns - self.last_deploy_ns >= self.takeover_after_ns:
+            silent_ms = (now_ns - self.last_deploy_ns) / 1e6
+            return f"deploy silent for {silent_ms:.1f} ms (no rt/lowcmd, no heartbeat)"
+        return None
+
+    def next_check_ns(self, now_ns: int, idle_ns: int) -> int:
+        """The next instant at which :meth:`due_reason` could change (at most ``idle_ns`` away)."""
+        candidates = [now_ns + idle_ns]
+        if self.last_deploy_ns:
+            candidates.append(self.last_deploy_ns + self.takeover_after_ns)
+        if self.estop_since_ns:
+            candidates.append(self.estop_since_ns + self.estop_obey_ns)
+        return min(candidates)
+
+
+class SupervisorNode:
+    """The supervisor's DDS readers/writer, ROS interface and watchdog thread."""
+
+    IDLE_CHECK_NS = 50_000_000
+    RECHECK_S = 0.01
+    """Before taking over for silence, let this process's own DDS/ROS threads deliver anything
+    queued while it was itself starved of CPU, then look again."""
+
+    def __init__(self, node: Any):
+        from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+        from std_msgs.msg import Empty, String, UInt64
+        from std_srvs.srv import Trigger
+
+        from asap_ros.controller import load_controller_config
+        from asap_ros.g1 import LowCmdEncoder, damping_command
+        from asap_ros.remote import ComboDetector, parse_combo
+
+        self.node = node
+        self.params = NodeParams(node, SUPERVISOR_PARAMS,
+                                 load_defaults(config_file("supervisor.yaml"), NODE_NAME, SUPERVISOR_PARAMS))
+        p = self.params
+        self._combo = ComboDetector(parse_combo(p["estop_combo"], p.source, "estop_combo"))
+        self._damping = damping_command(load_controller_config(p["controller_config"] or None).damping_kd)
+        self._encoder = LowCmdEncoder()
+        self._period_s = 1.0 / p["damping_rate_hz"]
+        self.watchdog = Watchdog(int(p["takeover_after_ms"] * 1e6), int(p["estop_obey_ms"] * 1e6))
+        self.state = WATCHING
+        self.reason = ""
+        self.lowcmd_writes = 0
+        self._mode_machine: int | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._state_pub = node.create_publisher(String, "~/state", latched)
+        self._writes_pub = node.create_publisher(UInt64, "~/lowcmd_writes", latched)
+        deploy = p["deploy_node"].strip("/")
+        self._deploy_estop = node.create_client(Trigger, f"/{deploy}/estop")
+        node.create_subscription(UInt64, f"/{deploy}/heartbeat", self._on_heartbeat, qos_profile_sensor_data)
+        node.create_subscription(String, f"/{deploy}/process", self._on_deploy_process, latched)
+        node.create_subscription(Empty, "estop", lambda _msg: self.estop("estop topic"), 10)
+        node.create_service(Trigger, "~/estop", self._on_estop_service)
+        node.create_service(Trigger, "~/reset", self._on_reset_service)
+        node.create_timer(0.1, self._publish_writes)
+        self._published_writes = -1
+        self._publish_state()
+        self._writer = self._open_unitree_channels(p["dds_domain"], p["network_interface"])
+        self._thread = threading.Thread(target=self._run, name="asap-supervisor", daemon=True)
+
+    def _open_unitree_channels(self, domain: int, interface: str) -> Any:
+        """rt/lowcmd writer (created now, so a takeover needs no discovery) and raw readers."""
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
+
+        from asap_ros.dds import RawReader, RawWriter, init_channels
+
+        init_channels(domain, interface)
+        writer = RawWriter("rt/lowcmd", LowCmd_)
+        # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per 500 Hz LowState
+        self._readers = [RawReader("rt/lowstate", LowState_, self._on_lowstate),
+                         RawReader("rt/lowcmd", LowCmd_, self._on_lowcmd)]
+        return writer
+
+    # --- inputs (DDS and executor threads) ---------------------------------------------
+    def _on_lowstate(self, payload: bytes, _stamp_ns: int) -> None:
+        from asap_ros.g1 import LOWSTATE_WIRE, record_crc
+        from asap_ros.remote import decode_remote
+
+        record = LOWSTATE_WIRE.from_cdr(payload)
+        if int(record["crc"]) != record_crc(record):
+            return
+        self._mode_machine = int(record["mode_machine"])
+        if self._combo.update(decode_remote(record["wireless_remote"].tobytes())):
+            self.estop(f"wireless remote {'+'.join(sorted(self._combo.combo))}")
+
+    def _on_lowcmd(self, payload: bytes, stamp_ns: int) -> None:
+        from asap_ros.g1 import LOWCMD_WIRE
+
+        if self.state == TAKEOVER:
+            return  # our own stream (or a recovered deploy): the takeover holds until reset
+        damping = lowcmd_is_damping(LOWCMD_WIRE.from_cdr(payload))
+        with self._lock:
+            self.watchdog.deploy_seen(stamp_ns)
+            if damping:
+                self.watchdog.damping_seen(stamp_ns)
+
+    def _on_heartbeat(self, _msg: Any) -> None:
+        with self._lock:
+            self.watchdog.deploy_seen(time.time_ns())
+
+    def _on_deploy_process(self, msg: Any) -> None:
+        """``host:pid`` of a (re)started deploy process: watch it for exit when on this host."""
+        host, _, pid = msg.data.rpartition(":")
+        if host != socket.gethostname() or not pid.isdigit():
+            return  # another machine: silence detection only
+        try:
+            pidfd = os.pidfd_open(int(pid))
+        except OSError as exc:  # already gone, or no pidfd support
+            self.node.get_logger().warning(f"cannot watch deploy process {pid}: {exc}")
+            return
+        self.node.get_logger().info(f"watching deploy process {pid} for exit")
+        with self._lock:
+            self.watchdog.exited = None  # a new deploy process: an earlier one's exit no longer applies
+        threading.Thread(target=self._wait_exit, args=(pidfd, int(pid)), name="asap-deploy-exit", daemon=True).start()
+
+    def _wait_exit(self, pidfd: int, pid: int) -> None:
+        select.select([pidfd], [], [])  # readable once the process has exited
+        os.close(pidfd)
+        with self._lock:
+            self.watchdog.exited = f"deploy process {pid} exited"
+        self._wake.set()
+
+    def _on_estop_service(self, _request: Any, response: Any) -> Any:
+        self.estop("~/estop service")
+        response.success = True
+        response.message = f"e-stop forwarded to {self._deploy_estop.srv_name}; supervisor {self.state}"
+        return response
+
+    def _on_reset_service(self, _request: Any, response: Any) -> Any:
+        with self._lock:
+            if self.state != TAKEOVER:
+                response.success, response.message = True, "not streaming damping; nothing to reset"
+                return response
+            if self.watchdog.exited or not self.watchdog.deploy_alive(time.time_ns()):
+                response.success = False
+                response.message = (f"reset refused: {self.watchdog.exited or 'no heartbeat from the deploy node'}; "
+                                    "damping continues until a deploy node runs again")
+                return response
+            self.state, self.reason = WATCHING, ""
+            self.watchdog.estop_since_ns = 0
+            self.watchdog.exited = None
+        self._publish_state()
+        response.success, response.message = True, "stopped streaming damping; watching again"
+        return response
+
+    def estop(self, source: str) -> None:
+        """E-stop from any source: forward to the deploy node and expect damping on rt/lowcmd."""
+        self.node.get_logger().warning(f"e-stop from {source}")
+        with self._lock:
+            self.watchdog.estop_requested(time.time_ns())
+        if self._deploy_estop.service_is_ready():
+            self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
+        self._wake.set()
+
+    # --- watchdog thread -----------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(2.0)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self.state == TAKEOVER:
+                self._write_damping()
+                self._stop.wait(self._period_s)
+                continue
+            now = time.time_ns()
+            with self._lock:
+                reason = self.watchdog.due_reason(now)
+                next_ns = self.watchdog.next_check_ns(now, self.IDLE_CHECK_NS)
+            if reason is not None and not self.watchdog.exited:
+                self._stop.wait(self.RECHECK_S)
+                with self._lock:
+                    reason = self.watchdog.due_reason(time.time_ns())
+            if reason is not None:
+                self._take_over(reason)
+                continue
+            self._wake.wait(max(0.0, (next_ns - time.time_ns()) / 1e9))
+            self._wake.clear()
+
+    def _take_over(self, reason: str) -> None:
+        with self._lock:
+            self.state, self.reason = TAKEOVER, reason
+        self._write_damping()  # first command before any logging
+        self.node.get_logger().error(f"taking over rt/lowcmd with damping: {reason}")
+        self._publish_state()
+        if self._deploy_estop.service_is_ready():  # in case the deploy node comes back
+            self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
+
+    def _write_damping(self) -> None:
+        if self._mode_machine is None:
+            return  # never heard the robot: a LowCmd needs its mode_machine
+        self._writer.write(self._encoder.encode_cdr(self._damping, self._mode_machine))
+        self.lowcmd_writes += 1
+
+    # --- outputs ---------------------------------------------------------------------------
+    def _publish_state(self) -> None:
+        from std_msgs.msg import String
+
+        self._state_pub.publish(String(data=f"{self.state}: {self.reason}" if self.reason else self.state))
+
+    def _publish_writes(self) -> None:
+        from std_msgs.msg import UInt64
+
+        if self.lowcmd_writes != self._published_writes:
+            self._published_writes = self.lowcmd_writes
+            self._writes_pub.publish(UInt64(data=self._published_writes))
+
+
+def watch_terminal(supervisor: SupervisorNode) -> None:
+    """E-stop on every ENTER typed on an interactive stdin (runs on a daemon thread)."""
+    print("asap_supervisor: press ENTER to e-stop", file=sys.stderr, flush=True)
+    for _line in sys.stdin:
+        supervisor.estop("terminal")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console script ``asap_supervisor``."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    rclpy.init(args=argv)
+    node = rclpy.create_node(NODE_NAME)
+    try:
+        supervisor = SupervisorNode(node)
+    except AsapError as exc:
+        print(f"{NODE_NAME}: refusing to start: {exc}", file=sys.stderr)
+        node.destroy_node()
+        rclpy.try_shutdown()
+        return 2
+    supervisor.start()
+    if supervisor.params["terminal_estop"] and sys.stdin is not None and sys.stdin.isatty():
+        threading.Thread(target=watch_terminal, args=(supervisor,), name="asap-terminal", daemon=True).start()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        supervisor.stop()
+        print(f"{NODE_NAME}: {supervisor.lowcmd_writes} rt/lowcmd writes", file=sys.stderr)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

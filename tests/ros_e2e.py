@@ -1,0 +1,304 @@
+"""End-to-end harness: simulated G1 in this process, asap_deploy and asap_supervisor as real
+processes, an independent rt/lowcmd observer, and rclpy service calls. Used by
+``tests/test_ros_e2e.py`` and the ``benchmarks/`` scripts.
+
+Everything runs on one DDS domain (unitree channels and ROS_DOMAIN_ID alike) on loopback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_DEPLOY_PARAMS = {
+    "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
+    "realtime_priority": 80,
+    # Tolerances for a 2-core machine shared with the simulator and other test runs (timing is
+    # reported by benchmarks/, not judged here) and for the simulator's pelvis-only band, in
+    # which a robot holding its default pose swings up to ~45 deg.
+    "late_after_ms": 50.0, "max_state_age_ms": 500.0, "max_tilt_deg": 170.0,
+}
+
+
+def stiff_controller_config(folder: Path) -> Path:
+    """The package controller config with full stand-up gains from the first step and some
+    PASSIVE damping, so the robot in the simulator's pelvis-only band does not tip over."""
+    import yaml
+
+    from asap_ros.paths import config_file
+
+    data = yaml.safe_load(config_file("controller.yaml").read_text())
+    data["stand_up"]["kp_start_fraction"] = 1.0
+    data["passive"]["kd"] = 5.0
+    path = folder / "controller_stiff.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@dataclasses.dataclass
+class LowCmdSample:
+    stamp_ns: int
+    writer: int
+    """DDS publication handle of the writer (tells the deploy node from the supervisor)."""
+    damping: bool
+    """kp 0 on every G1 motor."""
+
+
+class LowCmdObserver:
+    """Records every rt/lowcmd sample with its arrival time and writer (raw CDR, no deserialiser)."""
+
+    def __init__(self) -> None:
+        from cyclonedds._clayer import ddspy_take
+        from cyclonedds.core import InstanceState, Listener, SampleState, ViewState
+        from cyclonedds.sub import DataReader
+        from cyclonedds.topic import Topic
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
+
+        from asap_ros.dds import participant
+        from asap_ros.g1 import LOWCMD_WIRE
+
+        mask = SampleState.Any | ViewState.Any | InstanceState.Any
+        self.samples: list[LowCmdSample] = []
+        self._cond = threading.Condition()
+
+        def on_data(reader: Any) -> None:
+            stamp = time.time_ns()
+            taken = ddspy_take(reader._ref, mask, 16)
+            for data, info in taken:
+                if info.valid_data:
+                    kp = LOWCMD_WIRE.from_cdr(data)["motor_cmd"]["kp"][:29]
+                    with self._cond:
+                        self.samples.append(LowCmdSample(stamp, info.publication_handle, not kp.any()))
+                        self._cond.notify_all()
+
+        dp = participant()
+        self._reader = DataReader(dp, Topic(dp, "rt/lowcmd", LowCmd_), listener=Listener(on_data_available=on_data))
+
+    def wait_for(self, predicate: Callable[[LowCmdSample], bool], after_ns: int, timeout_s: float) -> LowCmdSample | None:
+        """The first sample after ``after_ns`` satisfying ``predicate`` (waits up to ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                for sample in self.samples:
+                    if sample.stamp_ns >= after_ns and predicate(sample):
+                        return sample
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._cond.wait(left):
+                    return None
+
+    def writers_between(self, start_ns: int, end_ns: int) -> set[int]:
+        """Publication handles of the writers heard in ``[start_ns, end_ns)``."""
+        with self._cond:
+            return {s.writer for s in self.samples if start_ns <= s.stamp_ns < end_ns}
+
+
+def node_process(module: str, domain: int, params: dict[str, Any], log: Path) -> subprocess.Popen:
+    """Start ``python -m asap_ros.ros.<module>`` with ``-p`` overrides on ``domain``."""
+    args = [sys.executable, "-m", f"asap_ros.ros.{module}", "--ros-args", "-p", f"dds_domain:={domain}"]
+    for name, value in params.items():
+        args += ["-p", f"{name}:={value}"]
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
+    return subprocess.Popen(args, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log.open("w"),
+                            stderr=subprocess.STDOUT)
+
+
+class RosClient:
+    """rclpy in this process: Trigger calls, latched mode, parameter calls."""
+
+    def __init__(self, domain: int) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from std_msgs.msg import String
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node(f"e2e_client_{os.getpid()}", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.latched: dict[str, str] = {}
+        qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        for topic in ("/asap_deploy/mode", "/asap_deploy/fault", "/asap_supervisor/state"):
+            self.node.create_subscription(String, topic, lambda m, t=topic: self.latched.__setitem__(t, m.data), qos)
+        self._clients: dict[str, Any] = {}
+
+    def spin_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.02)
+        return True
+
+    def wait_mode(self, mode: str, timeout_s: float) -> bool:
+        return self.spin_until(lambda: self.latched.get("/asap_deploy/mode") == mode, timeout_s)
+
+    def trigger(self, service: str, timeout_s: float = 5.0) -> tuple[bool, str]:
+        """Call a Trigger service; AssertionError if unreachable or unanswered."""
+        from std_srvs.srv import Trigger
+
+        client = self._clients.get(service) or self.node.create_client(Trigger, service)
+        self._clients[service] = client
+        assert client.wait_for_service(timeout_sec=timeout_s), f"{service} not available"
+        future = client.call_async(Trigger.Request())
+        assert self.spin_until(future.done, timeout_s), f"{service} did not answer"
+        return future.result().success, future.result().message
+
+    def trigger_at(self, service: str) -> tuple[int, tuple[bool, str]]:
+        """``(time.time_ns() just before sending, result)`` of a Trigger call to a ready service."""
+        from std_srvs.srv import Trigger
+
+        client = self._clients.get(service) or self.node.create_client(Trigger, service)
+        self._clients[service] = client
+        assert client.wait_for_service(timeout_sec=5.0), f"{service} not available"
+        sent = time.time_ns()
+        future = client.call_async(Trigger.Request())
+        assert self.spin_until(future.done, 5.0), f"{service} did not answer"
+        return sent, (future.result().success, future.result().message)
+
+    def set_parameter(self, node: str, name: str, value: Any) -> tuple[bool, str]:
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+
+        client = self.node.create_client(SetParameters, f"/{node}/set_parameters")
+        assert client.wait_for_service(timeout_sec=5.0)
+        future = client.call_async(SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()]))
+        assert self.spin_until(future.done, 5.0)
+        result = future.result().results[0]
+        return result.successful, result.reason
+
+    def get_parameter(self, node: str, name: str) -> Any:
+        from rcl_interfaces.srv import GetParameters
+        from rclpy.parameter import parameter_value_to_python
+
+        client = self.node.create_client(GetParameters, f"/{node}/get_parameters")
+        assert client.wait_for_service(timeout_sec=5.0)
+        future = client.call_async(GetParameters.Request(names=[name]))
+        assert self.spin_until(future.done, 5.0)
+        return parameter_value_to_python(future.result().values[0])
+
+    def close(self) -> None:
+        import rclpy
+
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+def make_simulator(domain: int, lowstate_rate_hz: float = 500.0) -> Any:
+    """The simulated G1 (no mocap) on ``domain``, hanging in its elastic band; not started.
+
+    The band holds only the pelvis position: a limp (PASSIVE) robot tips over within a second,
+    so a Stand must follow the start of the simulator (or a Reset) at once.
+    """
+    from asap_ros.sim.config import load_sim_config
+    from asap_ros.sim.simulator import Simulator
+
+    base = load_sim_config()
+    config = dataclasses.replace(base, lowstate_rate_hz=lowstate_rate_hz,
+                                 mocap=dataclasses.replace(base.mocap, rate_hz=0.0))
+    return Simulator(config, domain)
+
+
+class System:
+    """Simulator + observer + client in this process; deploy and supervisor as processes."""
+
+    def __init__(self, domain: int, logs: Path, deploy_params: dict[str, Any] | None = None,
+                 supervisor_params: dict[str, Any] | None = None, sim: bool = True,
+                 lowstate_rate_hz: float = 500.0) -> None:
+        from asap_ros.dds import init_channels
+
+        init_channels(domain, "lo")
+        self.domain, self.logs = domain, logs
+        self.deploy_params = {**TEST_DEPLOY_PARAMS, "controller_config": str(stiff_controller_config(logs)),
+                              **(deploy_params or {})}
+        self.supervisor_params = supervisor_params or {}
+        self.sim = make_simulator(domain, lowstate_rate_hz) if sim else None
+        self.lowcmd = LowCmdObserver()
+        self.ros = RosClient(domain)
+        self.deploy: subprocess.Popen | None = None
+        self.supervisor: subprocess.Popen | None = None
+        self._deploy_runs = 0
+
+    def start_deploy(self) -> None:
+        self._deploy_runs += 1
+        self.ros.latched.pop("/asap_deploy/mode", None)
+        self.deploy = node_process("deploy_node", self.domain, self.deploy_params,
+                                   self.logs / f"deploy{self._deploy_runs}.log")
+        assert self.ros.wait_mode("PASSIVE", 60.0), self.log("deploy")
+
+    def start_supervisor(self) -> None:
+        self.supervisor = node_process("supervisor_node", self.domain, self.supervisor_params,
+                                       self.logs / "supervisor.log")
+        assert self.ros.spin_until(lambda: "/asap_supervisor/state" in self.ros.latched, 30.0), self.log("supervisor")
+
+    def log(self, which: str) -> str:
+        files = sorted(self.logs.glob(f"{which}*.log"))
+        return files[-1].read_text()[-3000:] if files else "(no log)"
+
+    def start(self) -> None:
+        """Supervisor and deploy node first, then the simulator, then Stand at once."""
+        self.start_supervisor()
+        self.start_deploy()
+        if self.sim is not None:
+            self.sim.start()
+        self.stand()
+
+    def stand(self) -> None:
+        """Stand as soon as the deploy node has a healthy state, then wait for HOLD."""
+        deadline = time.monotonic() + 5.0
+        while not (result := self.ros.trigger("/asap_deploy/stand"))[0] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert result[0], result[1]
+        assert self.ros.wait_mode("HOLD", 30.0), f"never reached HOLD: {self.ros.latched}\n{self.log('deploy')}"
+
+    def track(self, motion_service: str = "/asap_deploy/start") -> None:
+        """HOLD -> start -> TRACKING."""
+        ok, message = self.ros.trigger(motion_service)
+        assert ok, message
+        assert self.ros.wait_mode("TRACKING", 30.0), f"never reached TRACKING: {self.ros.latched}\n{self.log('deploy')}"
+
+    def reset_and_stand(self) -> None:
+        """DAMPING -> Reset -> PASSIVE -> Stand at once (the limp robot would tip over)."""
+        ok, message = self.ros.trigger("/asap_deploy/reset")
+        assert ok, message
+        self.stand()
+
+    def kill_deploy(self) -> int:
+        """``kill -9`` the deploy process; returns the time just before the signal."""
+        assert self.deploy is not None
+        killed_at = time.time_ns()
+        os.kill(self.deploy.pid, signal.SIGKILL)
+        self.deploy.wait(10)
+        return killed_at
+
+    def close(self) -> None:
+        for process in (self.deploy, self.supervisor):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(5)
+        self.ros.close()
+        if self.sim is not None:
+            self.sim.stop()
+
+
+def distribution_ms(values_ns: list[int]) -> str:
+    """``n, p50, p90, max`` in milliseconds, one line."""
+    ms = np.asarray(values_ns, dtype=np.float64) / 1e6
+    p50, p90, pmax = np.percentile(ms, [50, 90, 100])
+    return f"n={len(ms)} p50={p50:.2f} ms p90={p90:.2f} ms max={pmax:.2f} ms"
