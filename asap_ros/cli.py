@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-policy": ("asap_ros.commands.check_policy", "check a policy spec against its ONNX actor and run it once"),
     "assets": ("asap_ros.commands.assets", "find, verify or fetch ASAP's published assets"),
     "bench": ("asap_ros.commands.bench", "benchmarks of the control path (bench tick)"),
+    "ctl": ("asap_ros.commands.ctl", "operate a running asap_deploy: stand, start NAME, stop, estop, reset, status"),
 }
 
 
