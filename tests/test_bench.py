@@ -11,7 +11,7 @@ from asap_ros.actor import OnnxActor
 from asap_ros.bench.tick import STAGES, TimedActor, motion_lowstates, policy_spec_path
 from asap_ros.cli import main as cli_main
 from asap_ros.clip import load_clip
-from asap_ros.g1 import decode_lowstate
+from asap_ros.g1 import decode_lowstate_cdr
 from asap_ros.policy import PolicyRunner
 from asap_ros.policy_spec import load_policy_spec
 from asap_ros.robot import load_robot_model
@@ -37,21 +37,21 @@ def test_bench_tick_prints_p50_p99_and_shares(assets, capsys) -> None:
     assert "CRC: 260/260 LowState_ valid, last LowCmd_ valid" in out
 
 
-def test_bench_states_replay_the_clip_with_valid_crc(assets) -> None:
+def test_bench_samples_replay_the_clip_with_valid_crc(assets) -> None:
     robot = load_robot_model()
     spec = load_policy_spec(policy_spec_path("CR7_level1"), robot)
     runner = PolicyRunner(spec, robot, TimedActor(OnnxActor(spec.actor_path, spec)))
     clip = load_clip(spec.clip_path)
 
-    messages = motion_lowstates(runner)
+    samples = motion_lowstates(runner)
 
-    assert len(messages) == 196  # ticks k with phase ((k + 1) * 0.02) / 3.933 s below 1
+    assert len(samples) == 196  # ticks k with phase ((k + 1) * 0.02) / 3.933 s below 1
     frame = int(100 * spec.control_dt * clip.fps)
-    state = decode_lowstate(messages[100], 0)
+    state = decode_lowstate_cdr(samples[100], 0)
     assert state.crc_ok and state.mode_machine == 5
     assert np.allclose(state.q[spec.driven_indices], clip.dof[frame], atol=0.02)
     assert np.isclose(np.linalg.norm(state.quat_wxyz), 1.0, atol=1e-5)
-    assert len({tuple(decode_lowstate(m, 0).q.round(3)) for m in messages}) == len(messages)
+    assert len({tuple(decode_lowstate_cdr(m, 0).q.round(3)) for m in samples}) == len(samples)
 
 
 def test_bench_tick_rejects_bad_step_counts(capsys) -> None:

@@ -1,10 +1,11 @@
 """Time of one full control step of a motion-tracking actor, stage by stage.
 
-One step as on the robot: decode ``LowState_`` -> :class:`RobotState` (with its CRC check),
-:meth:`PolicyRunner.step` (observation, ONNX Runtime inference, clip and joint targets), then
-:class:`JointCommand` -> ``LowCmd_`` with its CRC. The states replay the policy's own clip
-(joint angles and velocities, root orientation and body rates) with sensor noise, one message
-per control step; the runner is reset whenever a motion ends, as for a new run.
+One step as the control loop runs it: decode a raw ``rt/lowstate`` sample (XCDR1 bytes) ->
+:class:`RobotState` with its CRC check, :meth:`PolicyRunner.step` (observation, ONNX Runtime
+inference, clip and joint targets), then :class:`JointCommand` -> raw ``LowCmd_`` sample with
+its CRC. The samples are serialised by the SDK from states that replay the policy's own clip
+(joint angles and velocities, root orientation and body rates) with sensor noise, one per
+control step; the runner is reset whenever a motion ends, as for a new run.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from asap_ros.actor import OnnxActor
 from asap_ros.clip import load_clip
-from asap_ros.g1 import LowCmdEncoder, decode_lowstate, lowcmd_crc_ok
+from asap_ros.g1 import LowCmdEncoder, decode_lowstate_cdr, lowcmd_crc_ok
 from asap_ros.paths import policies_dir
 from asap_ros.policy import PolicyRunner
 from asap_ros.policy_spec import load_policy_spec
@@ -26,6 +27,7 @@ from asap_ros.state import NUM_MOTORS, JointCommand
 
 TARGET_P99_US = 150.0
 STAGES = ("decode LowState_", "observation + targets", "inference (ONNX Runtime)", "encode LowCmd_ + CRC")
+"""Stages of one step; LowState_/LowCmd_ are raw XCDR1 samples, as in the control loop."""
 MODE_MACHINE = 5
 """What a G1 reports in ``LowState_.mode_machine`` (5 or 6)."""
 
@@ -54,8 +56,9 @@ def _body_rates(quat_wxyz: np.ndarray, fps: float) -> np.ndarray:
     return np.vstack([rates, rates[-1:]])
 
 
-def motion_lowstates(runner: PolicyRunner, seed: int = 0) -> list:
-    """One SDK ``LowState_`` (valid CRC) per control step of the runner's motion."""
+def motion_lowstates(runner: PolicyRunner, seed: int = 0) -> list[bytes]:
+    """One raw ``LowState_`` sample (XCDR1, valid CRC, serialised by the SDK) per control step
+    of the runner's motion."""
     from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowState_
     from unitree_sdk2py.utils.crc import CRC
 
@@ -70,7 +73,7 @@ def motion_lowstates(runner: PolicyRunner, seed: int = 0) -> list:
     quat = clip.root_quat_xyzw[frames][:, [3, 0, 1, 2]]
     gyro = _body_rates(clip.root_quat_xyzw[:, [3, 0, 1, 2]], clip.fps)[frames]
     crc = CRC()
-    messages = []
+    samples = []
     for k in range(steps):
         msg = unitree_hg_msg_dds__LowState_()
         msg.tick, msg.mode_machine = k, MODE_MACHINE
@@ -84,8 +87,8 @@ def motion_lowstates(runner: PolicyRunner, seed: int = 0) -> list:
             motor.tau_est = float(rng.normal(0.0, 3.0))
             motor.temperature = [int(rng.integers(35, 45)), int(rng.integers(35, 45))]
         msg.crc = crc.Crc(msg)
-        messages.append(msg)
-    return messages
+        samples.append(msg.serialize())
+    return samples
 
 
 @dataclass
@@ -129,8 +132,12 @@ class TickBenchResult:
         return "\n".join(lines)
 
 
-def run_tick_bench(runner: PolicyRunner, actor: TimedActor, messages: list, steps: int, warmup: int) -> TickBenchResult:
-    """Run ``warmup + steps`` control steps on ``messages`` (indexed by the runner's tick)."""
+def run_tick_bench(
+    runner: PolicyRunner, actor: TimedActor, samples: list[bytes], steps: int, warmup: int
+) -> TickBenchResult:
+    """Run ``warmup + steps`` control steps on raw ``samples`` (indexed by the runner's tick)."""
+    from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
+
     encoder = LowCmdEncoder()
     command = JointCommand(kp=runner.kp.copy(), kd=runner.kd.copy())
     clock = time.perf_counter_ns
@@ -140,14 +147,14 @@ def run_tick_bench(runner: PolicyRunner, actor: TimedActor, messages: list, step
     lowcmd = None
     runner.reset()
     for k in range(count):
-        msg = messages[runner.tick]
+        sample = samples[runner.tick]
         t0 = clock()
-        state = decode_lowstate(msg, time.time_ns())
+        state = decode_lowstate_cdr(sample, time.time_ns())
         t1 = clock()
         out = runner.step(state)
         t2 = clock()
         command.q = out.q_target
-        lowcmd = encoder.encode(command, state.mode_machine)
+        lowcmd = encoder.encode_cdr(command, state.mode_machine)
         t3 = clock()
         durations[k] = (t1 - t0, t2 - t1 - actor.last_ns, actor.last_ns, t3 - t2)
         crc_ok += state.crc_ok
@@ -160,7 +167,7 @@ def run_tick_bench(runner: PolicyRunner, actor: TimedActor, messages: list, step
         stage_ns={name: measured[:, i] for i, name in enumerate(STAGES)},
         total_ns=measured.sum(axis=1),
         states_crc_ok=crc_ok,
-        last_lowcmd_crc_ok=lowcmd is not None and lowcmd_crc_ok(lowcmd),
+        last_lowcmd_crc_ok=lowcmd is not None and lowcmd_crc_ok(LowCmd_.deserialize(lowcmd)),
     )
 
 
