@@ -38,8 +38,10 @@ setup(
     entry_points={
         "console_scripts": [
             "asap-ros = asap_ros.cli:main",
+            "asap_deploy = asap_ros.ros.deploy_node:main",
             "asap_mocap = asap_ros.ros.mocap_node:main",
             "asap_sim = asap_ros.sim.main:main",
+            "asap_supervisor = asap_ros.ros.supervisor_node:main",
         ],
     },
 )
