@@ -1,0 +1,160 @@
+"""``asap-ros rollout``: the actor and the simulated G1 stepped lock-step in one process.
+
+No DDS and no clock: each control step reads the simulator's LowState (encoded and decoded
+through the same hg wire layout, noise and float32 rounding as ``asap_sim`` publishes it),
+runs the :class:`~asap_ros.controller.Controller` on it, hands the encoded LowCmd to the
+simulated motors and advances the physics by one control period. The operator script, the
+robot profile and the summary are those of ``asap-ros sim``, so this is the ideal yardstick
+for the real-time run (zero latency, no lost samples) and the place to debug observations
+(``--dump-obs``). Robot profile effects that need a clock (actuation delay) run on the
+simulated clock; every command is delivered (the profile's command drop probability applies
+to DDS only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from asap_ros.commands.sim import add_run_arguments, output_dir, policy_path, started_at
+
+CONTROL_DT_S = 0.02
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_arguments(parser)
+    parser.add_argument(
+        "--dump-obs", action="store_true", help="also write the actor's observations and raw actions (obs.npy, actions.npy)"
+    )
+
+
+class LockstepG1:
+    """The simulated G1 of ``asap_sim`` (same physics, motors, profile, wire format), stepped by the caller."""
+
+    def __init__(self, profile: str, assets_dir: str | Path | None = None):
+        from asap_ros import g1
+        from asap_ros.sim.config import load_sim_config
+        from asap_ros.sim.simulator import Simulator
+
+        config = load_sim_config()
+        config = dataclasses.replace(config, profile=profile, mocap=dataclasses.replace(config.mocap, rate_hz=0.0))
+        self._g1 = g1
+        self.sim = Simulator(config, domain=0, assets_dir=assets_dir)  # parts only: start() (DDS) is never called
+        self.config = config
+        self.physics = self.sim.physics
+        self._substeps = round(CONTROL_DT_S * config.physics_rate_hz)
+        self._tau = np.zeros(len(self.physics.effort_limit))
+        self._enabled = np.zeros(len(self._tau), dtype=bool)
+        self._cmd_encoder = g1.LowCmdEncoder()
+        self.commands = 0
+
+    @property
+    def now_ns(self) -> int:
+        return round(self.physics.time * 1e9)
+
+    def read_state(self):
+        """The LowState the robot would publish now, decoded as the runtime decodes it."""
+        from asap_ros.sim.bridge import RobotReading
+
+        physics, thermal = self.physics, self.sim.thermal
+        reading = RobotReading(
+            q=physics.q(), dq=physics.dq(), ddq=physics.ddq(), tau=self._tau, temperature_c=thermal.temperature_c,
+            enabled=self._enabled, quat_wxyz=physics.pelvis_quat_wxyz(), gyro=physics.gyro(),
+            acc=physics.accelerometer(), imu_temperature_c=thermal.ambient_c,
+        )  # fmt: skip
+        payload = self.sim.lowstate.encode(round(physics.time * 1000), reading)
+        return self._g1.state_from_record(self._g1.LOWSTATE_WIRE.from_cdr(payload), self.now_ns)
+
+    def pose(self):
+        from asap_ros.tracking import BodyPose
+
+        physics = self.physics
+        return BodyPose(physics.pelvis_pos(), physics.pelvis_quat_wxyz(), physics.q().copy())
+
+    def command(self, command) -> None:
+        """Deliver one JointCommand as the encoded LowCmd the motors would receive."""
+        from asap_ros.sim.bridge import motor_command
+
+        payload = self._cmd_encoder.encode_cdr(command, self.config.mode_machine)
+        record = self._g1.LOWCMD_WIRE.from_cdr(payload)
+        self.sim.gate.push(motor_command(record["motor_cmd"][: len(self._tau)]), self.now_ns)
+        self.commands += 1
+
+    def band(self, action: str) -> None:
+        from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
+
+        if action not in (BAND_ATTACH, BAND_RELEASE):
+            raise ValueError(f"lock-step rollout supports band_attach and band_release, not {action!r}")
+        self.physics.band.enabled = action == BAND_ATTACH
+
+    def advance(self) -> None:
+        """One control period of physics (motor PD every physics step, on the simulated clock)."""
+        sim, physics = self.sim, self.physics
+        for _ in range(self._substeps):
+            motor_cmd = sim.gate.update(self.now_ns)
+            self._tau = sim.motors.torque(motor_cmd, physics.q(), physics.dq())
+            self._enabled = motor_cmd.enabled if motor_cmd is not None else np.zeros_like(self._enabled)
+            physics.step(self._tau)
+            sim.thermal.update(self._tau, physics.timestep)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "profile": self.sim.profile.name,
+            "physics_rate_hz": self.config.physics_rate_hz,
+            "sim_time_s": self.physics.time,
+            "commands_applied": self.sim.gate.applied,
+            "limp_events": self.sim.gate.limp_events,
+            "max_motor_temperature_c": float(self.sim.thermal.temperature_c.max()),
+        }
+
+
+def run(args: argparse.Namespace) -> int:
+    from asap_ros.errors import RejectedRequest
+    from asap_ros.session import COMPLETED, BandAction, OperatorScript, prepare_run
+    from asap_ros.summary import format_result, summarize_run, write_summary
+    from asap_ros.tracking import RunTrace
+
+    setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s)
+    robot_sim = LockstepG1(args.profile)
+    out_dir = output_dir(args.out)
+    script, trace, controller = OperatorScript(setup.plan), RunTrace(), setup.controller
+    observations: list[np.ndarray] = []
+    actions: list[np.ndarray] = []
+    began, stamp = time.monotonic(), started_at()
+    while not script.finished:
+        t_s = robot_sim.physics.time
+        for action in script.poll(t_s, controller.mode, controller.fault_reason):
+            if isinstance(action, BandAction):
+                robot_sim.band(action.action)
+                continue
+            try:
+                controller.request(action, robot_sim.now_ns)
+            except RejectedRequest as exc:
+                script.rejected(t_s, action, str(exc))
+        state, pose = robot_sim.read_state(), robot_sim.pose()
+        output = controller.step(state, robot_sim.now_ns)
+        trace.add(output.mode, output.policy, pose)
+        if output.policy is not None and args.dump_obs:
+            observations.append(output.policy.obs)
+            actions.append(output.policy.raw_action)
+        robot_sim.command(output.command)
+        robot_sim.advance()
+    files = {}
+    if args.dump_obs:
+        files = {"obs": str(out_dir / "obs.npy"), "actions": str(out_dir / "actions.npy")}
+        np.save(files["obs"], np.array(observations, dtype=np.float32).reshape(-1, setup.policy.spec.input_dim))
+        np.save(files["actions"], np.array(actions, dtype=np.float32).reshape(-1, setup.policy.spec.output_dim))
+    summary = summarize_run(
+        "rollout", setup, script, trace, profile=robot_sim.sim.profile.name, started_at=stamp,
+        wall_time_s=time.monotonic() - began, sim_time_s=robot_sim.physics.time,
+        timing=None, sim_stats=robot_sim.stats(), files=files,
+    )  # fmt: skip
+    path = write_summary(summary, out_dir / "summary.json")
+    print(format_result(summary.to_dict()))
+    print(f"summary: {path}")
+    return 0 if summary.outcome == COMPLETED and not summary.fell else 1
