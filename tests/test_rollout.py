@@ -118,29 +118,45 @@ def rollout(tmp_path, name: str, *extra: str) -> tuple[int, dict]:
 
 
 def test_cr7_rollout_tracks_the_clip_without_falling(tmp_path, capsys):
-    code, summary = rollout(tmp_path, "cr7", "--dump-obs")
+    code, summary = rollout(tmp_path, "cr7")
     assert "summary:" in capsys.readouterr().out
     assert summary["kind"] == "rollout" and summary["policy"]["name"] == "CR7_level1"
     assert summary["outcome"] == COMPLETED, summary["timeline"]
     assert not summary["fell"] and summary["fault"] is None and code == 0
     tracking = summary["tracking"]
     assert tracking["completed"] and tracking["missing_steps"] == 0
-    assert tracking["actor_steps"] == math.ceil(119 / 30 / 0.02) - 1  # phase (k+1)*0.02/3.933 stays below 1
+    assert tracking["actor_steps"] == math.ceil(118 / 30 / 0.02) - 1  # last step: (k+2)*0.02 reaches 118/30 s
     for key in ("g_mpjpe_mm", "mpjpe_mm", "vel_mm_per_frame", "acc_mm_per_frame2"):
         assert math.isfinite(tracking[key]) and tracking[key] > 0.0
     assert summary["timing"] is None and summary["sim"]["commands_applied"] > 0
-    obs = np.load(summary["files"]["obs"])
-    actions = np.load(summary["files"]["actions"])
-    assert obs.shape == (tracking["actor_steps"], 380) and actions.shape == (tracking["actor_steps"], 23)
-    phases = obs[:, 379]
-    assert phases[0] == pytest.approx(0.02 / (118 / 30)) and np.all(np.diff(phases) > 0)
-    np.testing.assert_array_equal(obs[1:, 0:23], actions[:-1])  # "actions" term = previous raw action
 
 
-def test_weak_knees_profile_changes_the_run(tmp_path):
-    _, nominal = rollout(tmp_path, "nominal", "--policy", "policies/kick_level1.yaml")
+def test_weak_knees_profile_changes_the_run_and_observations_follow_the_layout(tmp_path):
+    _, nominal = rollout(tmp_path, "nominal", "--policy", "policies/kick_level1.yaml", "--dump-obs")
     _, weak = rollout(tmp_path, "weak", "--policy", "policies/kick_level1.yaml", "--profile", "weak_knees")
     assert nominal["profile"] == "nominal" and weak["profile"] == "weak_knees"
+    assert nominal["outcome"] == COMPLETED and not nominal["fell"]
     assert nominal["tracking"] and weak["tracking"]
     assert weak["tracking"]["mpjpe_mm"] != pytest.approx(nominal["tracking"]["mpjpe_mm"], rel=0.02)
     assert weak["min_pelvis_height_m"] != pytest.approx(nominal["min_pelvis_height_m"], abs=1e-3)
+
+    steps = nominal["tracking"]["actor_steps"]
+    obs, actions = np.load(nominal["files"]["obs"]), np.load(nominal["files"]["actions"])
+    assert obs.shape == (steps, 380) and actions.shape == (steps, 23)
+    phase = obs[:, 379]
+    np.testing.assert_allclose(phase, (np.arange(steps) + 1) * 0.02 / (118 / 30), rtol=1e-6)  # tick-counted
+    np.testing.assert_array_equal(obs[1:, 0:23], actions[:-1])  # "actions": the previous raw action
+    # history_actor (offset 72): per term [t-1 .. t-4], values as the term had them in those steps
+    terms = {"actions": (0, 23), "base_ang_vel": (23, 3), "dof_pos": (26, 23), "dof_vel": (49, 23),
+             "projected_gravity": (376, 3), "ref_motion_phase": (379, 1)}  # fmt: skip
+    offset = 72
+    for name, (start, dim) in terms.items():
+        for age in range(1, 5):
+            block = obs[4:, offset + (age - 1) * dim : offset + age * dim]
+            np.testing.assert_array_equal(block, obs[4 - age : steps - age, start : start + dim], err_msg=f"{name} t-{age}")
+        offset += 4 * dim
+    assert offset == 376
+    np.testing.assert_array_equal(obs[0, 72:376], 0.0)  # history is zero after the reset
+    gravity = obs[:, 376:379]
+    np.testing.assert_allclose(np.linalg.norm(gravity, axis=1), 1.0, atol=1e-5)
+    assert np.all(gravity[:, 2] < -0.8)  # upright robot: gravity points down the body z axis
