@@ -22,7 +22,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from asap_ros.session import OperatorScript, RunSetup
 
 DEFAULT_POLICY = "CR7_level1.yaml"
 SIM_READY_TIMEOUT_S = 30.0
@@ -195,104 +198,140 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
+class RealTimeRun:
+    """One real-time run: ``asap_sim`` (and ``asap_recorder``), the DDS endpoints, the control
+    loop, the ground-truth trace; ``with`` closes all of it, processes last."""
+
+    def __init__(self, args: argparse.Namespace, setup: RunSetup, out_dir: Path):
+        from asap_ros.tracking import RunTrace
+
+        self.args, self.setup, self.out_dir = args, setup, out_dir
+        self.trace = RunTrace()
+        self.ground_truth = GroundTruthBuffer()
+        self.processes: list[subprocess.Popen] = []
+        self.loop: Any = None
+        self._closers: list[Any] = []
+        self.priority_note: str | None = None
+
+    def __enter__(self) -> RealTimeRun:
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _start(self) -> None:
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
+
+        from asap_ros import dds
+        from asap_ros.control_loop import ControlLoop
+        from asap_ros.sim.control import SimControlClient
+        from asap_ros.sim.dds_types import GROUND_TRUTH_TOPIC, GroundTruth_
+        from asap_ros.sim.simulator import LOWCMD_TOPIC, LOWSTATE_TOPIC
+
+        args, recording = self.args, self.args.record is not None
+        domain = dds.process_domain()
+        self.processes.append(_start_simulator(args, domain, self.out_dir, recording))
+        if recording:
+            self.processes.append(_start_recorder(args.record, domain, self.out_dir))
+        if args.rt_priority:  # after the children (they must not inherit it), before any thread of ours
+            self.priority_note = _raise_priority(args.rt_priority - 1)
+        dds.init_channels(domain, "lo")
+        lowcmd = dds.RawWriter(LOWCMD_TOPIC, LowCmd_)
+        self._closers.append(lowcmd)
+        self.loop = ControlLoop(self.setup.controller, lowcmd.write, realtime_priority=args.rt_priority)
+        self._closers += [
+            dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload),
+            dds.RawReader(LOWSTATE_TOPIC, LowState_, self.loop.latest.put),  # stamped on arrival, decoded by the loop
+        ]
+        self.loop.add_sink(self._trace_step)
+        if recording:
+            publisher = StepPublisherSink(self.setup.controller)
+            self._closers.append(publisher)
+            self.loop.add_sink(publisher)
+        _wait_for_simulator(self.loop, self.processes[0], self.out_dir)
+        if recording:
+            time.sleep(RECORDER_READY_S)
+        self.band = SimControlClient()
+        self._closers.append(self.band)
+        self.loop.start()
+
+    def _trace_step(self, record: Any) -> None:
+        """Sink: the step, with the ground truth of the LowState it was built from."""
+        pose = self.ground_truth.get(record.lowstate_tick, GROUND_TRUTH_WAIT_S) if record.lowstate_stamp_ns else None
+        self.trace.add(record.output.mode, record.output.policy, pose)
+
+    def operate(self) -> tuple[OperatorScript, float]:
+        """Run the operator script to its end; returns it and the run's duration in seconds."""
+        from asap_ros.errors import RejectedRequest
+        from asap_ros.session import BandAction, OperatorScript
+
+        script, controller, simulator = OperatorScript(self.setup.plan), self.setup.controller, self.processes[0]
+        t0 = time.monotonic()
+        while not script.finished:
+            t_s = time.monotonic() - t0
+            if simulator.poll() is not None:
+                script.abort(t_s, f"asap_sim exited with code {simulator.returncode} (see {self.out_dir / 'asap_sim.log'})")
+                break
+            for action in script.poll(t_s, controller.mode, controller.fault_reason):
+                if isinstance(action, BandAction):
+                    self.band.send(action.action, action.value)
+                    continue
+                try:
+                    self.loop.request(action)
+                except RejectedRequest as exc:
+                    script.rejected(t_s, action, str(exc))
+            time.sleep(POLL_PERIOD_S)
+        return script, time.monotonic() - t0
+
+    def timing(self) -> dict[str, Any]:
+        loop = self.loop
+        timing = {**loop.stats.summary(), "dropped_records": loop.dropped_records, "sink_errors": loop.sink_errors,
+                  "ground_truth_samples": self.ground_truth.received}  # fmt: skip
+        notes = [note for note in (self.priority_note, loop.priority_note) if note]
+        if notes:
+            timing["priority_note"] = "; ".join(notes)
+        return timing
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.loop is not None:
+            self.loop.stop()
+        for endpoint in reversed(self._closers):
+            endpoint.close()
+        for process in self.processes:
+            _stop(process)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.video is not None:
         from asap_ros.video import select_gl_backend
 
         select_gl_backend()  # before anything imports mujoco
-    from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
-
-    from asap_ros import dds
-    from asap_ros.control_loop import ControlLoop
-    from asap_ros.errors import ConfigError, RejectedRequest
-    from asap_ros.session import COMPLETED, BandAction, OperatorScript, prepare_run
-    from asap_ros.sim.control import SimControlClient
-    from asap_ros.sim.dds_types import GROUND_TRUTH_TOPIC, GroundTruth_
-    from asap_ros.sim.simulator import LOWCMD_TOPIC, LOWSTATE_TOPIC
+    from asap_ros.errors import ConfigError
+    from asap_ros.session import COMPLETED, prepare_run
+    from asap_ros.sim.profile import load_profile
     from asap_ros.summary import format_result, summarize_run, write_summary
-    from asap_ros.tracking import RunTrace
 
     if args.rt_priority != 0 and not 2 <= args.rt_priority <= 99:
         raise ConfigError(None, "--rt-priority", "must be 0 (normal scheduling) or a SCHED_FIFO priority 2..99", args.rt_priority)
     setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s)
+    load_profile(args.profile, setup.robot.joint_names)  # a bad profile is refused here, not in asap_sim's log
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    priority_note = _raise_priority(args.rt_priority - 1) if args.rt_priority else None
     out_dir = output_dir(args.out)
-    domain = dds.process_domain()
     stamp, began = started_at(), time.monotonic()
-    processes = [_start_simulator(args, domain, out_dir, record=args.record is not None)]
-    loop: ControlLoop | None = None
-    try:
-        if args.record is not None:
-            processes.append(_start_recorder(args.record, domain, out_dir))
-        dds.init_channels(domain, "lo")
-        lowcmd = dds.RawWriter(LOWCMD_TOPIC, LowCmd_)
-        loop = ControlLoop(setup.controller, lowcmd.write, realtime_priority=args.rt_priority)
-        ground_truth = GroundTruthBuffer()
-        readers = [
-            dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, ground_truth.on_payload),
-            dds.RawReader(LOWSTATE_TOPIC, LowState_, loop.latest.put),  # stamped on arrival, decoded by the loop
-        ]
-        trace = RunTrace()
-
-        def record_step(record) -> None:
-            pose = ground_truth.get(record.lowstate_tick, GROUND_TRUTH_WAIT_S) if record.lowstate_stamp_ns else None
-            trace.add(record.output.mode, record.output.policy, pose)
-
-        loop.add_sink(record_step)
-        step_publisher = StepPublisherSink(setup.controller) if args.record is not None else None
-        if step_publisher is not None:
-            loop.add_sink(step_publisher)
-        _wait_for_simulator(loop, processes[0], out_dir)
-        if args.record is not None:
-            time.sleep(RECORDER_READY_S)
-        band = SimControlClient()
-        loop.start()
-        script = OperatorScript(setup.plan)
-        t0 = time.monotonic()
-        controller = setup.controller
-        while not script.finished:
-            t_s = time.monotonic() - t0
-            if processes[0].poll() is not None:
-                script.abort(t_s, f"asap_sim exited with code {processes[0].returncode} (see {out_dir / 'asap_sim.log'})")
-                break
-            for action in script.poll(t_s, controller.mode, controller.fault_reason):
-                if isinstance(action, BandAction):
-                    band.send(action.action, action.value)
-                    continue
-                try:
-                    loop.request(action)
-                except RejectedRequest as exc:
-                    script.rejected(t_s, action, str(exc))
-            time.sleep(POLL_PERIOD_S)
-        sim_time_s = time.monotonic() - t0
-        loop.stop()
-        timing = {**loop.stats.summary(), "dropped_records": loop.dropped_records, "sink_errors": loop.sink_errors,
-                  "ground_truth_samples": ground_truth.received}  # fmt: skip
-        notes = [note for note in (priority_note, loop.priority_note) if note]
-        if notes:
-            timing["priority_note"] = "; ".join(notes)
-        band.close()
-        for reader in readers:
-            reader.close()
-        lowcmd.close()
-        if step_publisher is not None:
-            step_publisher.close()
-    finally:
-        if loop is not None:
-            loop.stop()
-        for process in processes:
-            _stop(process)
+    with RealTimeRun(args, setup, out_dir) as run_:
+        script, duration_s = run_.operate()
     files = {"asap_sim_log": str(out_dir / "asap_sim.log")}
     if args.record is not None:
         files.update(recording=str(args.record), asap_recorder_log=str(out_dir / "asap_recorder.log"))
     if args.video is not None:
-        files.update(_render(args.video, trace))
+        files.update(_render(args.video, run_.trace))
     sim_stats = _read_sim_stats(out_dir / "sim_stats.json")
     summary = summarize_run(
-        "sim", setup, script, trace, profile=str(sim_stats.get("profile", args.profile)), started_at=stamp,
-        wall_time_s=time.monotonic() - began, sim_time_s=float(sim_stats.get("sim_time_s", sim_time_s)),
-        timing=timing, sim_stats=sim_stats, files=files,
+        "sim", setup, script, run_.trace, profile=str(sim_stats.get("profile", args.profile)), started_at=stamp,
+        wall_time_s=time.monotonic() - began, sim_time_s=float(sim_stats.get("sim_time_s", duration_s)),
+        timing=run_.timing(), sim_stats=sim_stats, files=files,
     )  # fmt: skip
     path = write_summary(summary, out_dir / "summary.json")
     print(format_result(summary.to_dict()))
