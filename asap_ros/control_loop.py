@@ -64,12 +64,17 @@ class LatestState:
             self._seq += 1
             self._cond.notify_all()
 
-    def newest_after(self, seq: int, timeout_s: float) -> tuple[bytes | None, int, int]:
-        """``(payload, stamp_ns, seq)`` of a sample newer than ``seq``, or the newest one on timeout."""
+    def newest(self) -> tuple[bytes | None, int]:
+        """``(payload, stamp_ns)`` of the newest sample (``None`` before the first)."""
         with self._cond:
-            if self._seq <= seq:
-                self._cond.wait_for(lambda: self._seq > seq, timeout=timeout_s)
-            return self._payload, self._stamp_ns, self._seq
+            return self._payload, self._stamp_ns
+
+    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int]:
+        """The first sample to arrive after this call, or the newest one after ``timeout_s``."""
+        with self._cond:
+            seq = self._seq
+            self._cond.wait_for(lambda: self._seq > seq, timeout=timeout_s)
+            return self._payload, self._stamp_ns
 
 
 class TimingStats:
@@ -183,7 +188,6 @@ class ControlLoop:
     # --- control thread --------------------------------------------------------------
     def _run(self) -> None:
         self._set_realtime_priority()
-        seq = 0
         late = False
         deadline = time.monotonic_ns() + self._period_ns
         while not self._stop.is_set():
@@ -192,11 +196,10 @@ class ControlLoop:
                 break
             if woken:
                 self._wake.clear()
-                payload, arrival_ns, seq = self.latest.newest_after(seq, 0.0)
-                self._step(payload, arrival_ns, late=False)
+                self._step(*self.latest.newest(), late=False)
                 continue
-            payload, arrival_ns, seq = self.latest.newest_after(seq, self._state_wait_s)
-            self._step(payload, arrival_ns, late)
+            # a sample arriving after the deadline: fresh, and its arrival starts the latency
+            self._step(*self.latest.next_arrival(self._state_wait_s), late)
             finished = time.monotonic_ns()
             late = finished > deadline + self._late_after_ns
             if late:

@@ -32,6 +32,7 @@ SIM_READY_TIMEOUT_S = 30.0
 SIM_STOP_TIMEOUT_S = 10.0
 GROUND_TRUTH_WAIT_S = 0.05
 POLL_PERIOD_S = 0.01
+DEFAULT_RT_PRIORITY = 50
 RECORDER_MODULE = "asap_ros.ros.recorder_node"
 RECORDER_READY_S = 3.0
 """Time given to asap_recorder to subscribe before the robot stands up."""
@@ -58,9 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--video", type=Path, help="render the run offscreen to this MP4 file afterwards (EGL/OSMesa)")
     parser.add_argument("--record", type=Path, metavar="DIR", help="record the session with asap_recorder into DIR")
     parser.add_argument(
-        "--rt-priority", type=int, default=0, metavar="N",
-        help="SCHED_FIFO priority (2-99) for the control thread and the simulator process, one less for the runtime's "
-        "other threads (needs root or CAP_SYS_NICE; default 0: normal scheduling)",
+        "--rt-priority", type=int, default=DEFAULT_RT_PRIORITY, metavar="N",
+        help=f"SCHED_FIFO priority (2-99) for the control thread and the simulator process, one less for the runtime's "
+        f"other threads; 0: normal scheduling (default {DEFAULT_RT_PRIORITY}; without root or CAP_SYS_NICE the run "
+        "says so and uses normal scheduling)",
     )  # fmt: skip
 
 
@@ -120,7 +122,17 @@ class GroundTruthBuffer:
         return BodyPose(np.array(sample.pelvis_pos), np.array(sample.pelvis_quat_wxyz), np.array(sample.q))
 
 
-def _start_simulator(args: argparse.Namespace, domain: int, out_dir: Path, record: bool) -> subprocess.Popen:
+def fifo_permitted() -> bool:
+    """Whether this process may use SCHED_FIFO (tried on this thread, then undone)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except PermissionError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True
+
+
+def _start_simulator(args: argparse.Namespace, domain: int, out_dir: Path, record: bool, rt_priority: int) -> subprocess.Popen:
     command = [
         sys.executable, "-m", "asap_ros.sim.main", "--domain", str(domain), "--interface", "lo",
         "--profile", str(args.profile), "--stats-json", str(out_dir / "sim_stats.json"),
@@ -130,8 +142,8 @@ def _start_simulator(args: argparse.Namespace, domain: int, out_dir: Path, recor
 
     if args.viewer:
         command.append("--viewer")
-    if args.rt_priority:
-        command = ["chrt", "--fifo", str(args.rt_priority), *command]
+    if rt_priority:
+        command = ["chrt", "--fifo", str(rt_priority), *command]
     log = (out_dir / "asap_sim.log").open("w")
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
 
@@ -202,16 +214,16 @@ class RealTimeRun:
     """One real-time run: ``asap_sim`` (and ``asap_recorder``), the DDS endpoints, the control
     loop, the ground-truth trace; ``with`` closes all of it, processes last."""
 
-    def __init__(self, args: argparse.Namespace, setup: RunSetup, out_dir: Path):
+    def __init__(self, args: argparse.Namespace, setup: RunSetup, out_dir: Path, rt_priority: int, priority_note: str | None):
         from asap_ros.tracking import RunTrace
 
         self.args, self.setup, self.out_dir = args, setup, out_dir
+        self.rt_priority, self.priority_note = rt_priority, priority_note
         self.trace = RunTrace()
         self.ground_truth = GroundTruthBuffer()
         self.processes: list[subprocess.Popen] = []
         self.loop: Any = None
         self._closers: list[Any] = []
-        self.priority_note: str | None = None
 
     def __enter__(self) -> RealTimeRun:
         try:
@@ -232,15 +244,15 @@ class RealTimeRun:
 
         args, recording = self.args, self.args.record is not None
         domain = dds.process_domain()
-        self.processes.append(_start_simulator(args, domain, self.out_dir, recording))
+        self.processes.append(_start_simulator(args, domain, self.out_dir, recording, self.rt_priority))
         if recording:
             self.processes.append(_start_recorder(args.record, domain, self.out_dir))
-        if args.rt_priority:  # after the children (they must not inherit it), before any thread of ours
-            self.priority_note = _raise_priority(args.rt_priority - 1)
+        if self.rt_priority:  # after the children (they must not inherit it), before any thread of ours
+            _raise_priority(self.rt_priority - 1)
         dds.init_channels(domain, "lo")
         lowcmd = dds.RawWriter(LOWCMD_TOPIC, LowCmd_)
         self._closers.append(lowcmd)
-        self.loop = ControlLoop(self.setup.controller, lowcmd.write, realtime_priority=args.rt_priority)
+        self.loop = ControlLoop(self.setup.controller, lowcmd.write, realtime_priority=self.rt_priority)
         self._closers += [
             dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload),
             dds.RawReader(LOWSTATE_TOPIC, LowState_, self.loop.latest.put),  # stamped on arrival, decoded by the loop
@@ -315,12 +327,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.rt_priority != 0 and not 2 <= args.rt_priority <= 99:
         raise ConfigError(None, "--rt-priority", "must be 0 (normal scheduling) or a SCHED_FIFO priority 2..99", args.rt_priority)
+    rt_priority, priority_note = args.rt_priority, None
+    if rt_priority and not fifo_permitted():
+        rt_priority, priority_note = 0, f"--rt-priority {args.rt_priority}: SCHED_FIFO not permitted (no root or CAP_SYS_NICE); normal scheduling"
+        print(f"asap-ros sim: {priority_note}", file=sys.stderr)
     setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s)
     load_profile(args.profile, setup.robot.joint_names)  # a bad profile is refused here, not in asap_sim's log
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     out_dir = output_dir(args.out)
     stamp, began = started_at(), time.monotonic()
-    with RealTimeRun(args, setup, out_dir) as run_:
+    with RealTimeRun(args, setup, out_dir, rt_priority, priority_note) as run_:
         script, duration_s = run_.operate()
     files = {"asap_sim_log": str(out_dir / "asap_sim.log")}
     if args.record is not None:
@@ -339,16 +355,12 @@ def run(args: argparse.Namespace) -> int:
     return 0 if summary.outcome == COMPLETED and not summary.fell else 1
 
 
-def _raise_priority(priority: int) -> str | None:
+def _raise_priority(priority: int) -> None:
     """SCHED_FIFO for this thread and the threads it starts next (DDS, sinks), one below the control thread.
 
     Without it a busy machine can starve a thread that holds the GIL the control thread needs.
     """
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except PermissionError:
-        return "SCHED_FIFO not permitted for the runtime threads; they run at normal priority"
-    return None
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
 
 
 def _wait_for_simulator(loop, process: subprocess.Popen, out_dir: Path) -> None:
@@ -356,7 +368,7 @@ def _wait_for_simulator(loop, process: subprocess.Popen, out_dir: Path) -> None:
 
     deadline = time.monotonic() + SIM_READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        msg, _, _ = loop.latest.newest_after(0, 0.1)
+        msg, _ = loop.latest.next_arrival(0.1)
         if msg is not None:
             return
         if process.poll() is not None:
