@@ -6,7 +6,7 @@ own DDS domain). Acceptance: no run falls; each actor's real-time E_mpjpe is wit
 lock-step E_mpjpe; step latency p99 (LowState arrival -> LowCmd write) is reported (target < 1 ms).
 A last pair of rows runs one actor with ``--profile weak_knees`` (knees at 60% torque).
 
-    .venv/bin/python benchmarks/sim_table.py [--out DIR] [--stand-up-s 2] [--rt-priority 50]
+    .venv/bin/python benchmarks/sim_table.py [--out DIR] [--stand-up-s 2] [--rt-priority 50 (0: normal scheduling)]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def run(kind: str, actor: str, profile: str, out: Path, stand_up_s: float, rt_pr
         sys.executable, "-m", "asap_ros.cli", kind, "--policy", f"policies/{actor}.yaml", "--profile", profile,
         "--stand-up-s", str(stand_up_s), "--out", str(out),
     ]  # fmt: skip
-    if kind == "sim" and rt_priority:
+    if kind == "sim":
         command += ["--rt-priority", str(rt_priority)]
     subprocess.run(command, check=False, timeout=600, stdout=subprocess.DEVNULL)
     return load_summary(out / "summary.json")

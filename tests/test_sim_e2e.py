@@ -17,7 +17,7 @@ def test_kick_in_real_time_over_dds(tmp_path):
     out = tmp_path / "run"
     command = [
         sys.executable, "-m", "asap_ros.cli", "sim", "--policy", "policies/kick_level1.yaml",
-        "--stand-up-s", "1", "--rt-priority", "50", "--out", str(out),
+        "--stand-up-s", "1", "--out", str(out),
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
