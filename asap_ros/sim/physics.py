@@ -48,6 +48,10 @@ class ElasticBand:
         self.length = max(0.0, self.length + metres)
 
 
+JOINT_LIMIT_TIMECONST_S = 0.005
+"""Joint-limit constraint time constant (s): near-rigid stops, as in ASAP's training simulator."""
+
+
 class G1Physics:
     """The simulated G1 body. Joint arrays are in G1 motor order (the MJCF's actuator order)."""
 
@@ -60,10 +64,12 @@ class G1Physics:
         profile: RobotProfile,
         band: BandConfig,
         config_source: str = "<sim config>",
+        joint_limit_timeconst_s: float = JOINT_LIMIT_TIMECONST_S,
     ):
         self.model_path = str(model_path)
         self.model = mujoco.MjModel.from_xml_path(self.model_path)
         self.model.opt.timestep = timestep
+        self._stiffen_joint_limits(joint_limit_timeconst_s)
         self.data = mujoco.MjData(self.model)
         self._bind_motors(list(joint_names))
         self._bind_pelvis()
@@ -74,6 +80,18 @@ class G1Physics:
         self._acc6 = np.zeros(6)
 
     # --- set-up -----------------------------------------------------------------------------
+    def _stiffen_joint_limits(self, timeconst_s: float) -> None:
+        """Make joint limits act like the G1's hard stops rather than MuJoCo's soft default.
+
+        With the default constraint time constant (0.02 s) a landing pushes an ankle ~0.12 rad
+        past its range; ASAP's actors were trained with near-rigid limits. MuJoCo needs the
+        time constant to be at least two timesteps to stay stable.
+        """
+        m = self.model
+        timeconst_s = max(timeconst_s, 2.0 * m.opt.timestep)
+        limited = m.jnt_limited.astype(bool)
+        m.jnt_solref[limited] = (timeconst_s, 1.0)
+
     def _bind_motors(self, joint_names: list[str]) -> None:
         m = self.model
         if m.nu != len(joint_names) or not (m.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT).all():
