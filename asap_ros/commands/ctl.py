@@ -19,6 +19,11 @@ from typing import Any
 from asap_ros.errors import AsapError
 
 ACTIONS = ("stand", "start", "stop", "estop", "reset", "status")
+SUPERVISOR_WAIT_S = 2.0
+"""How long ``reset`` and ``estop`` look for the supervisor (it is optional)."""
+DISCOVERY_SETTLE_S = 0.5
+"""After finding a service, before the first call (not for estop): time for the server to match
+this client's response reader; before that, rmw_fastrtps can drop the answer."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +44,8 @@ class OperatorClient:
         self.supervisor = supervisor.strip("/")
         self.timeout_s = timeout_s
 
-    def _client(self, service: str, wait_s: float) -> Any | None:
+    def find_client(self, service: str, wait_s: float) -> Any | None:
+        """A Trigger client of ``service`` once it is available, or None after ``wait_s``."""
         from std_srvs.srv import Trigger
 
         client = self.node.create_client(Trigger, service)
@@ -47,7 +53,7 @@ class OperatorClient:
 
     def require_deploy(self) -> None:
         """AsapError unless the deploy node's services are reachable."""
-        if self._client(f"/{self.deploy}/stand", self.timeout_s) is None:
+        if self.find_client(f"/{self.deploy}/stand", self.timeout_s) is None:
             raise AsapError(
                 f"deploy node /{self.deploy} not reachable within {self.timeout_s:g} s: is asap_deploy "
                 f"running, with the same ROS_DOMAIN_ID ({os.environ.get('ROS_DOMAIN_ID', '0')}) and RMW?"
@@ -59,14 +65,17 @@ class OperatorClient:
         names = self.node.get_service_names_and_types()
         return sorted(name[len(prefix):] for name, _types in names if name.startswith(prefix))
 
-    def call(self, service: str, wait_s: float | None = None) -> tuple[bool, str]:
+    def call(self, service: str, wait_s: float | None = None, settle_s: float = DISCOVERY_SETTLE_S) -> tuple[bool, str]:
         """``(success, message)`` of one Trigger call; AsapError if unreachable or no answer."""
         import rclpy
         from std_srvs.srv import Trigger
 
-        client = self._client(service, self.timeout_s if wait_s is None else wait_s)
+        client = self.find_client(service, self.timeout_s if wait_s is None else wait_s)
         if client is None:
             raise AsapError(f"service {service} not available within {self.timeout_s if wait_s is None else wait_s:g} s")
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
         future = client.call_async(Trigger.Request())
         rclpy.spin_until_future_complete(self.node, future, timeout_sec=self.timeout_s)
         if not future.done():
@@ -157,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         client.require_deploy()
         if args.action == "reset":
             supervisor = f"/{client.supervisor}/reset"
-            if client._client(supervisor, 0.5) is not None:
+            if client.find_client(supervisor, SUPERVISOR_WAIT_S) is not None:
                 _report("supervisor reset", client.call(supervisor))
             return _report("reset", client.call(f"/{client.deploy}/reset"))
         if args.action == "start":
@@ -173,7 +182,7 @@ def _estop(client: OperatorClient) -> int:
     answered = 0
     for name in (f"/{client.deploy}/estop", f"/{client.supervisor}/estop"):
         try:
-            _report(f"estop via {name}", client.call(name, wait_s=min(client.timeout_s, 1.0)))
+            _report(f"estop via {name}", client.call(name, wait_s=min(client.timeout_s, SUPERVISOR_WAIT_S), settle_s=0.0))
             answered += 1
         except AsapError as exc:
             print(f"estop via {name}: {exc}")

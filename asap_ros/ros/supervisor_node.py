@@ -52,9 +52,14 @@ class Watchdog:
     to look again.
     """
 
+    ARM_AFTER_NS = 1_000_000_000
+    """Silence counts only once a deploy process has been heard this long (start-up stalls)."""
+
     def __init__(self, takeover_after_ns: int, estop_obey_ns: int):
         self.takeover_after_ns = takeover_after_ns
         self.estop_obey_ns = estop_obey_ns
+        self.first_deploy_ns = 0
+        """First LowCmd or heartbeat of the current deploy process (0 = not heard yet)."""
         self.last_deploy_ns = 0
         """Newest LowCmd or heartbeat from the deploy node (0 = never heard from it)."""
         self.estop_since_ns = 0
@@ -63,7 +68,13 @@ class Watchdog:
         """Set when the deploy process was seen to exit (same host only)."""
 
     def deploy_seen(self, now_ns: int) -> None:
+        self.first_deploy_ns = self.first_deploy_ns or now_ns
         self.last_deploy_ns = max(self.last_deploy_ns, now_ns)
+
+    def new_deploy_process(self) -> None:
+        """A (re)started deploy process announced itself: its start-up is not silence yet."""
+        self.exited = None
+        self.first_deploy_ns = 0
 
     def estop_requested(self, now_ns: int) -> None:
         if not self.estop_since_ns:
@@ -77,13 +88,18 @@ class Watchdog:
         """Heard from the deploy node within ``takeover_after_ns``."""
         return bool(self.last_deploy_ns) and now_ns - self.last_deploy_ns < self.takeover_after_ns
 
+    @property
+    def armed(self) -> bool:
+        """Silence detection is on: the current deploy process has been heard for a while."""
+        return bool(self.first_deploy_ns) and self.last_deploy_ns - self.first_deploy_ns >= self.ARM_AFTER_NS
+
     def due_reason(self, now_ns: int) -> str | None:
         """Why to take over at ``now_ns``, or None."""
         if self.exited:
             return self.exited
         if self.estop_since_ns and now_ns - self.estop_since_ns >= self.estop_obey_ns:
             return f"deploy did not send damping within {self.estop_obey_ns / 1e6:g} ms of an e-stop"
-        if self.last_deploy_ns and now_ns - self.last_deploy_ns >= self.takeover_after_ns:
+        if self.armed and now_ns - self.last_deploy_ns >= self.takeover_after_ns:
             silent_ms = (now_ns - self.last_deploy_ns) / 1e6
             return f"deploy silent for {silent_ms:.1f} ms (no rt/lowcmd, no heartbeat)"
         return None
@@ -91,7 +107,7 @@ class Watchdog:
     def next_check_ns(self, now_ns: int, idle_ns: int) -> int:
         """The next instant at which :meth:`due_reason` could change (at most ``idle_ns`` away)."""
         candidates = [now_ns + idle_ns]
-        if self.last_deploy_ns:
+        if self.armed:
             candidates.append(self.last_deploy_ns + self.takeover_after_ns)
         if self.estop_since_ns:
             candidates.append(self.estop_since_ns + self.estop_obey_ns)
@@ -200,7 +216,7 @@ class SupervisorNode:
             return
         self.node.get_logger().info(f"watching deploy process {pid} for exit")
         with self._lock:
-            self.watchdog.exited = None  # a new deploy process: an earlier one's exit no longer applies
+            self.watchdog.new_deploy_process()
         threading.Thread(target=self._wait_exit, args=(pidfd, int(pid)), name="asap-deploy-exit", daemon=True).start()
 
     def _wait_exit(self, pidfd: int, pid: int) -> None:

@@ -1,0 +1,89 @@
+"""Control step latency with everything on: asap_deploy publishing all its topics, the
+supervisor watching, asap_recorder recording, the simulated G1 at 500 Hz.
+
+Latency = LowCmd write time - arrival time of the LowState it was computed from, read from
+every ``PolicyStep_`` the deploy node publishes on rt/asap/policy_step (the recorder's input),
+so the figures come from an independent reader over the whole run. The deploy node runs with
+its production timing parameters (late_after_ms 5); the control thread at SCHED_FIFO 80.
+
+    .venv/bin/python benchmarks/deploy_latency.py [--motions 3] [--no-recorder]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from ros_e2e import System, node_process  # noqa: E402
+
+from asap_ros.dds import process_domain  # noqa: E402
+
+
+class PolicyStepReader:
+    """Collects (latency_ns, late, mode) of every PolicyStep_."""
+
+    def __init__(self) -> None:
+        from cyclonedds.core import Listener
+        from cyclonedds.sub import DataReader
+        from cyclonedds.topic import Topic
+
+        from asap_ros.dds import participant
+        from asap_ros.dds_types import POLICY_STEP_TOPIC, PolicyStep_
+
+        self.rows: list[tuple[int, bool, str]] = []
+        self._lock = threading.Lock()
+
+        def on_data(reader: DataReader) -> None:
+            for step in reader.take(64):
+                with self._lock:
+                    self.rows.append((step.latency_ns, step.late, step.mode))
+
+        dp = participant()
+        self._reader = DataReader(dp, Topic(dp, POLICY_STEP_TOPIC, PolicyStep_), listener=Listener(on_data_available=on_data))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--motions", type=int, default=3, help="kick_level1 runs to track in full")
+    parser.add_argument("--no-recorder", action="store_true")
+    parser.add_argument("--domain", type=int, default=process_domain())
+    args = parser.parse_args()
+    logs = Path(tempfile.mkdtemp(prefix="deploy_latency_"))
+    system = System(args.domain, logs, deploy_params={"late_after_ms": 5.0})
+    steps = PolicyStepReader()
+    recorder = None
+    try:
+        if not args.no_recorder:
+            recorder = node_process("recorder_node", args.domain, {"output_dir": str(logs / "bags")},
+                                    logs / "recorder.log")
+        system.start()
+        for _ in range(args.motions):
+            system.track()
+            if not system.ros.wait_mode("HOLD", 120.0):
+                raise SystemExit(f"motion did not finish: {system.ros.latched}")
+    finally:
+        if recorder is not None:
+            recorder.terminate()
+            recorder.wait(30)
+        system.close()
+    with steps._lock:
+        rows = list(steps.rows)
+    latency_us = np.array([r[0] for r in rows if r[0] > 0], dtype=np.float64) / 1e3
+    tracking = np.array([r[0] for r in rows if r[0] > 0 and r[2] == "TRACKING"], dtype=np.float64) / 1e3
+    misses = sum(r[1] for r in rows)
+    print(f"steps: {len(rows)} ({len(tracking)} tracking), recorder: {'on' if recorder else 'off'}")
+    for name, values in (("all steps", latency_us), ("tracking", tracking)):
+        p50, p90, p99, pmax = np.percentile(values, [50, 90, 99, 100])
+        print(f"latency {name}: p50 {p50:.0f} us  p90 {p90:.0f} us  p99 {p99:.0f} us  max {pmax:.0f} us")
+    print(f"deadline misses (late steps, > 5 ms past the deadline): {misses}  (logs: {logs})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""E-stop latency: ``~/estop`` service call while tracking -> first damping LowCmd on rt/lowcmd.
+
+Simulated G1 (500 Hz LowState) in this process, asap_deploy and asap_supervisor as processes,
+an independent rt/lowcmd reader stamping arrivals. Each trial: stand, start kick_level1, wait
+until TRACKING plus a random 0-0.5 s, call ``/asap_deploy/estop``, time the first LowCmd with
+kp 0 on every motor from the deploy node's writer, reset. Target: within one control period
+(20 ms).
+
+    .venv/bin/python benchmarks/estop_latency.py [--trials 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from ros_e2e import System, distribution_ms  # noqa: E402
+
+from asap_ros.dds import process_domain  # noqa: E402
+
+PERIOD_MS = 20.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=50)
+    parser.add_argument("--domain", type=int, default=process_domain())
+    args = parser.parse_args()
+    logs = Path(tempfile.mkdtemp(prefix="estop_latency_"))
+    system = System(args.domain, logs)
+    latencies: list[int] = []
+    try:
+        system.start()
+        system.ros.trigger("/asap_deploy/estop")  # warm the service connection, then start over
+        system.reset_and_stand()
+        for trial in range(args.trials):
+            system.track()
+            time.sleep(random.uniform(0.0, 0.5))
+            writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
+            sent, (ok, message) = system.ros.trigger_at("/asap_deploy/estop")
+            first = system.lowcmd.wait_for(lambda s: s.damping and s.writer == writer, sent, 5.0)
+            if not ok or first is None:
+                raise SystemExit(f"trial {trial}: e-stop failed: {message}")
+            latencies.append(first.stamp_ns - sent)
+            system.ros.wait_mode("DAMPING", 5.0)
+            system.reset_and_stand()
+    finally:
+        system.close()
+    within = sum(v <= PERIOD_MS * 1e6 for v in latencies)
+    print(f"e-stop service -> first damping LowCmd: {distribution_ms(latencies)}")
+    print(f"within one control period ({PERIOD_MS:g} ms): {within}/{len(latencies)}  (logs: {logs})")
+
+
+if __name__ == "__main__":
+    main()

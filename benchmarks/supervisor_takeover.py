@@ -1,0 +1,73 @@
+"""Supervisor takeover: ``kill -9`` (or ``kill -STOP``) of asap_deploy while tracking -> first
+damping LowCmd from asap_supervisor on rt/lowcmd.
+
+Simulated G1 in this process, deploy and supervisor as processes, an independent rt/lowcmd
+reader that tells writers apart by their DDS publication handle. Each trial also checks that
+the supervisor wrote nothing while the deploy node was alive. Target: within 50 ms.
+``--signal STOP`` freezes the process instead (a hang: detected by silence, not by exit).
+
+    .venv/bin/python benchmarks/supervisor_takeover.py [--trials 20] [--signal KILL|STOP]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from ros_e2e import System, distribution_ms  # noqa: E402
+
+from asap_ros.dds import process_domain  # noqa: E402
+
+TARGET_MS = 50.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--signal", choices=("KILL", "STOP"), default="KILL")
+    parser.add_argument("--domain", type=int, default=process_domain())
+    args = parser.parse_args()
+    logs = Path(tempfile.mkdtemp(prefix="supervisor_takeover_"))
+    system = System(args.domain, logs)
+    latencies: list[int] = []
+    early_writes = 0
+    try:
+        system.start()
+        released_at = 0
+        for trial in range(args.trials):
+            if trial:
+                system.start_deploy()
+                if not system.ros.spin_until(lambda: system.ros.trigger("/asap_supervisor/reset")[0], 10.0):
+                    raise SystemExit(f"trial {trial}: supervisor reset refused")
+                released_at = time.time_ns() + 100_000_000  # samples already in flight at the reset
+                system.stand()
+            system.track()
+            time.sleep(random.uniform(0.2, 0.7))
+            writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
+            stopped_at = time.time_ns()
+            os.kill(system.deploy.pid, getattr(signal, f"SIG{args.signal}"))
+            takeover = system.lowcmd.wait_for(lambda s: s.writer != writer and s.damping, stopped_at, 5.0)
+            if takeover is None:
+                raise SystemExit(f"trial {trial}: no supervisor damping")
+            latencies.append(takeover.stamp_ns - stopped_at)
+            early_writes += takeover.writer in system.lowcmd.writers_between(released_at, stopped_at)
+            system.deploy.kill()
+            system.deploy.wait(10)
+    finally:
+        system.close()
+    within = sum(v <= TARGET_MS * 1e6 for v in latencies)
+    print(f"kill -{args.signal} of asap_deploy -> first supervisor damping LowCmd: {distribution_ms(latencies)}")
+    print(f"within {TARGET_MS:g} ms: {within}/{len(latencies)}; trials where the supervisor wrote while deploy "
+          f"was alive: {early_writes}  (logs: {logs})")
+
+
+if __name__ == "__main__":
+    main()
