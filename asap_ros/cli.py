@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "assets": ("asap_ros.commands.assets", "find, verify or fetch ASAP's published assets"),
     "bench": ("asap_ros.commands.bench", "benchmarks of the control path (bench tick)"),
     "ctl": ("asap_ros.commands.ctl", "operate a running asap_deploy: stand, start NAME, stop, estop, reset, status"),
+    "bag": ("asap_ros.commands.bag", "inspect (info) or recover (repair) a session bag"),
     "sim": ("asap_ros.commands.sim", "run an actor on the simulated G1 in real time over DDS and summarise the run"),
     "rollout": ("asap_ros.commands.rollout", "run an actor on the simulated G1 lock-step in one process (the ideal yardstick)"),
 }

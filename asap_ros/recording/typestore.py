@@ -1,0 +1,32 @@
+"""The rosbags typestore used to write and read recordings: ROS 2 Kilted types plus ours."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys.store import Typestore
+
+from asap_ros.recording.msgdefs import MESSAGE_DEFINITIONS
+
+ROS_DISTRO = "kilted"
+
+
+@lru_cache(maxsize=1)
+def recording_typestore() -> Typestore:
+    """Kilted's standard messages plus ``unitree_hg/msg/*`` and ``asap_ros/msg/*``."""
+    store = get_typestore(Stores.ROS2_KILTED)
+    for name, text in MESSAGE_DEFINITIONS.items():
+        store.register(get_types_from_msg(text, name))
+    return store
+
+
+@lru_cache(maxsize=None)
+def schema_of(msgtype: str) -> tuple[str, str]:
+    """``(message definition, RIHS01 hash)`` of a type: the ``ros2msg`` text with its
+    dependencies appended (the rosbag2/MCAP schema format) and the ROS 2 type hash."""
+    store = recording_typestore()
+    if msgtype not in store.fielddefs:
+        raise KeyError(f"unknown message type {msgtype!r}")
+    text, _ = store.generate_msgdef(msgtype, ros_version=2)
+    return text, store.hash_rihs01(msgtype)

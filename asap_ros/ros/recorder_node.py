@@ -1,0 +1,83 @@
+"""``asap_recorder``: records the session into one rosbag2 bag of MCAP files.
+
+Raw DDS ``rt/lowstate`` and ``rt/lowcmd`` (every sample), the runtime's ``rt/asap/policy_step``
+and ``rt/asap/transition``, and over ROS 2 ``mocap/pose``, ``mocap/odometry`` and
+``diagnostics``. Parameters and their defaults: ``config/recorder.yaml``. The node reports its
+state on ``diagnostics`` (name ``asap_recorder``); when free space drops below
+``min_free_mb`` it closes the bag, reports the fault (level ERROR) and keeps running without
+recording. SIGINT/SIGTERM close the bag cleanly; after a ``kill -9`` the bag is readable up
+to the last flush (``asap-ros bag repair``). See docs/recording.md.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from typing import Any
+
+from asap_ros.errors import AsapError
+from asap_ros.recording.config import NODE_NAME, RECORDER_PARAMS, recorder_config
+
+SPIN_TIMEOUT_S = 0.1
+
+
+def _start_recording(node: Any) -> Any:
+    """Parameters -> session description -> DDS -> a started :class:`Recorder`."""
+    from asap_ros.dds import init_channels
+    from asap_ros.paths import config_file
+    from asap_ros.recording.recorder import Recorder
+    from asap_ros.recording.session import SessionInfo, describe_policies
+    from asap_ros.ros.deploy_node import resolve_policy_files
+    from asap_ros.ros.params import NodeParams, load_defaults
+
+    defaults_file = config_file("recorder.yaml")
+    params = NodeParams(node, RECORDER_PARAMS, load_defaults(defaults_file, NODE_NAME, RECORDER_PARAMS))
+    config = recorder_config(params.values, params.source)
+    session = SessionInfo(
+        policies=describe_policies(resolve_policy_files(list(config.policies), params.source), config.assets_dir or None),
+        operator_notes=config.operator_notes,
+    )
+    init_channels(config.dds_domain, config.network_interface)
+    recorder = Recorder(config, session, on_fault=lambda text: node.get_logger().error(text))
+    bag = recorder.start(ros_node=node)
+    node.get_logger().info(f"recording to {bag}")
+    return recorder
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console script ``asap_recorder``: exit 2 on bad parameters, 1 if recording faulted."""
+    import rclpy
+    from rclpy.experimental import EventsExecutor
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node(NODE_NAME)
+    try:
+        recorder = _start_recording(node)
+    except AsapError as exc:
+        print(f"{NODE_NAME}: refusing to start: {exc}", file=sys.stderr)
+        node.destroy_node()
+        rclpy.try_shutdown()
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    executor = EventsExecutor()
+    executor.add_node(node)
+    try:
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=SPIN_TIMEOUT_S)
+    finally:
+        summary = recorder.stop()
+        if summary is not None:
+            total = sum(summary.topic_counts.values())
+            node.get_logger().info(f"closed {summary.path}: {total} messages in {len(summary.files)} file(s)")
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 1 if recorder.status().fault else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
