@@ -23,7 +23,7 @@ from asap_ros.errors import AsapError
 from asap_ros.recording import topics as T
 from asap_ros.recording.info import bag_info
 from asap_ros.recording.mcap_scan import BagDamaged
-from asap_ros.recording.repair import _sha256_tree, repair_bag
+from asap_ros.recording.repair import repair_bag, sha256_tree
 from test_recording_session import STAND_IN, publisher_command, recorder_command
 
 FLUSH_PERIOD_S = 0.2
@@ -114,10 +114,10 @@ def test_info_on_a_killed_bag_says_to_repair_it(killed, capsys):
 
 def test_repair_to_a_new_location_recovers_everything_flushed_and_leaves_the_original(killed, tmp_path):
     bag = killed[0]
-    before = _sha256_tree(bag)
+    before = sha256_tree(bag)
     flushed = sorted(m for path in sorted(bag.glob("*.mcap")) for m in stream_read(path)[0])
     result = repair_bag(bag, tmp_path / "repaired")
-    assert _sha256_tree(bag) == before
+    assert sha256_tree(bag) == before
     assert any(f.action == "rebuilt" for f in result.files)
     with Reader(tmp_path / "repaired") as reader:
         recovered = sorted((c.topic, t, bytes(raw)) for c, t, raw in reader.messages())
@@ -130,10 +130,10 @@ def test_repair_to_a_new_location_recovers_everything_flushed_and_leaves_the_ori
 
 
 def test_repair_in_place_keeps_a_verified_copy(killed_copy):
-    before = _sha256_tree(killed_copy)
+    before = sha256_tree(killed_copy)
     result = repair_bag(killed_copy)
     assert result.backup == killed_copy.with_name("bag.orig")
-    assert _sha256_tree(result.backup) == before
+    assert sha256_tree(result.backup) == before
     with Reader(killed_copy) as reader:
         assert reader.message_count == sum(result.topic_counts.values()) > 0
     assert "intact" in repair_bag(killed_copy).describe()
@@ -184,11 +184,11 @@ def test_a_file_that_is_no_mcap_is_refused_and_left_untouched(tmp_path, in_place
     bag = tmp_path / "bag"
     bag.mkdir()
     (bag / "bag_0.mcap").write_bytes(np.random.default_rng(0).bytes(4096))
-    before = _sha256_tree(bag)
+    before = sha256_tree(bag)
     out = None if in_place else tmp_path / "out"
     with pytest.raises(BagDamaged, match="bag_0.mcap: not an MCAP file"):
         repair_bag(bag, out)
-    assert _sha256_tree(bag) == before
+    assert sha256_tree(bag) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bag"], "no copy or partial output left behind"
 
 

@@ -13,7 +13,6 @@ is first copied to ``<bag>.orig`` (verified by SHA-256) and only then replaced.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -29,6 +28,7 @@ from mcap.writer import CompressionType, Writer
 
 from asap_ros import __version__
 from asap_ros.errors import AsapError
+from asap_ros.policy_spec import sha256_of
 from asap_ros.recording.bag_writer import SESSION_METADATA
 from asap_ros.recording.mcap_scan import BagDamaged, McapScan, ScanReport
 from asap_ros.recording.metadata import FileStats, TopicStats, listed_files, write_metadata
@@ -218,21 +218,15 @@ def _verify(result: RepairResult) -> None:
             raise AsapError(f"repaired file {output / outcome.name} holds {found} messages, expected {outcome.messages}")
 
 
-def _sha256_tree(root: Path) -> dict[str, str]:
-    digests = {}
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest = hashlib.sha256()
-        with path.open("rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(block)
-        digests[str(path.relative_to(root))] = digest.hexdigest()
-    return digests
+def sha256_tree(root: Path) -> dict[str, str]:
+    """Relative path -> SHA-256 of every file under ``root``."""
+    return {str(p.relative_to(root)): sha256_of(p) for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def verified_copy(source: Path, target: Path) -> None:
     """Copy a directory and check every file's SHA-256 against the source."""
     shutil.copytree(source, target)
-    if _sha256_tree(source) != _sha256_tree(target):
+    if sha256_tree(source) != sha256_tree(target):
         raise AsapError(f"copy of {source} at {target} differs from the original")
 
 
