@@ -40,6 +40,7 @@ setup(
             "asap-ros = asap_ros.cli:main",
             "asap_deploy = asap_ros.ros.deploy_node:main",
             "asap_mocap = asap_ros.ros.mocap_node:main",
+            "asap_recorder = asap_ros.ros.recorder_node:main",
             "asap_sim = asap_ros.sim.main:main",
             "asap_supervisor = asap_ros.ros.supervisor_node:main",
         ],
