@@ -6,7 +6,7 @@ every ``PolicyStep_`` the deploy node publishes on rt/asap/policy_step (the reco
 so the figures come from an independent reader over the whole run. The deploy node runs with
 its production timing parameters (late_after_ms 5); the control thread at SCHED_FIFO 80.
 
-    .venv/bin/python benchmarks/deploy_latency.py [--motions 3] [--no-recorder]
+    .venv/bin/python benchmarks/deploy_latency.py [--motions 3] [--no-recorder] [--switch-interval-ms 5]
 """
 
 from __future__ import annotations
@@ -53,10 +53,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--motions", type=int, default=3, help="kick_level1 runs to track in full")
     parser.add_argument("--no-recorder", action="store_true")
+    parser.add_argument("--switch-interval-ms", type=float, default=0.5,
+                        help="deploy's sys.setswitchinterval (Python's default is 5 ms)")
     parser.add_argument("--domain", type=int, default=process_domain())
     args = parser.parse_args()
     logs = Path(tempfile.mkdtemp(prefix="deploy_latency_"))
-    system = System(args.domain, logs, deploy_params={"late_after_ms": 5.0})
+    system = System(args.domain, logs,
+                    deploy_params={"late_after_ms": 5.0, "switch_interval_ms": args.switch_interval_ms})
     steps = PolicyStepReader()
     recorder = None
     try:
@@ -78,7 +81,8 @@ def main() -> None:
     latency_us = np.array([r[0] for r in rows if r[0] > 0], dtype=np.float64) / 1e3
     tracking = np.array([r[0] for r in rows if r[0] > 0 and r[2] == "TRACKING"], dtype=np.float64) / 1e3
     misses = sum(r[1] for r in rows)
-    print(f"steps: {len(rows)} ({len(tracking)} tracking), recorder: {'on' if recorder else 'off'}")
+    print(f"steps: {len(rows)} ({len(tracking)} tracking), recorder: {'on' if recorder else 'off'}, "
+          f"switch interval {args.switch_interval_ms:g} ms")
     for name, values in (("all steps", latency_us), ("tracking", tracking)):
         p50, p90, p99, pmax = np.percentile(values, [50, 90, 99, 100])
         print(f"latency {name}: p50 {p50:.0f} us  p90 {p90:.0f} us  p99 {p99:.0f} us  max {pmax:.0f} us")

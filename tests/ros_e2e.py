@@ -38,8 +38,9 @@ TEST_DEPLOY_PARAMS = {
 
 
 def stiff_controller_config(folder: Path) -> Path:
-    """The package controller config with full stand-up gains from the first step and some
-    PASSIVE damping, so the robot in the simulator's pelvis-only band does not tip over."""
+    """The package controller config with full stand-up gains from the first step, some PASSIVE
+    damping and wider joint speed/position margins: the robot in the simulator's pelvis-only
+    band tips over when limp and swings when held (knee speeds above the 20 rad/s limit)."""
     import yaml
 
     from asap_ros.paths import config_file
@@ -47,6 +48,8 @@ def stiff_controller_config(folder: Path) -> Path:
     data = yaml.safe_load(config_file("controller.yaml").read_text())
     data["stand_up"]["kp_start_fraction"] = 1.0
     data["passive"]["kd"] = 5.0
+    data["safety"]["velocity_limit_factor"] = 3.0
+    data["safety"]["position_margin_rad"] = 0.5
     path = folder / "controller_stiff.yaml"
     path.write_text(yaml.safe_dump(data))
     return path

@@ -96,7 +96,7 @@ class DeployNode:
         self.controller = Controller(self.robot, policies, config)
         self.params.set_validator(self._check_params)
 
-        self._lowcmd_writer = self._open_unitree_channels(p["dds_domain"], p["network_interface"])
+        self._lowcmd_writer = self._open_lowcmd_writer(p["dds_domain"], p["network_interface"])
         self.loop = ControlLoop(
             self.controller,
             self._lowcmd_writer.write,
@@ -128,7 +128,7 @@ class DeployNode:
         self.params.on_change(self._apply_rates)
 
     # --- set-up helpers ------------------------------------------------------------------
-    def _open_unitree_channels(self, domain: int, interface: str) -> Any:
+    def _open_lowcmd_writer(self, domain: int, interface: str) -> Any:
         """The raw rt/lowcmd writer (the rt/lowstate reader is opened in :meth:`start`)."""
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 

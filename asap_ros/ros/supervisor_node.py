@@ -30,7 +30,9 @@ import time
 from typing import Any
 
 from asap_ros.errors import AsapError
+from asap_ros.g1 import LOWCMD_WIRE, LOWSTATE_WIRE, LowCmdEncoder, damping_command, record_crc
 from asap_ros.paths import config_file
+from asap_ros.remote import ComboDetector, decode_remote, parse_combo
 from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
 from asap_ros.state import NUM_MOTORS
 
@@ -114,6 +116,39 @@ class Watchdog:
         return min(candidates)
 
 
+class ForeignLowCmdReader:
+    """Raw rt/lowcmd samples from other processes only (``IgnoreLocal``).
+
+    The supervisor writes rt/lowcmd itself, and cyclonedds-python keeps the GIL while writing:
+    delivering its own samples to a Python listener in this process would deadlock (the
+    writer waits for the listener, the listener for the GIL).
+    """
+
+    def __init__(self, handler: Any):
+        from cyclonedds.core import InstanceState, Listener, SampleState, ViewState
+        from cyclonedds.qos import Policy, Qos
+        from cyclonedds.sub import DataReader
+        from cyclonedds.topic import Topic
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
+
+        from asap_ros.dds import participant
+
+        self._handler = handler
+        self._mask = SampleState.Any | ViewState.Any | InstanceState.Any
+        dp = participant()
+        self._reader = DataReader(dp, Topic(dp, "rt/lowcmd", LowCmd_), qos=Qos(Policy.IgnoreLocal.Participant),
+                                  listener=Listener(on_data_available=self._on_data))
+
+    def _on_data(self, reader: Any) -> None:
+        from cyclonedds._clayer import ddspy_take
+
+        stamp_ns = time.time_ns()
+        samples = ddspy_take(reader._ref, self._mask, 16)
+        for data, info in samples if not isinstance(samples, int) else ():
+            if info.valid_data:
+                self._handler(data, stamp_ns)
+
+
 class SupervisorNode:
     """The supervisor's DDS readers/writer, ROS interface and watchdog thread."""
 
@@ -128,8 +163,6 @@ class SupervisorNode:
         from std_srvs.srv import Trigger
 
         from asap_ros.controller import load_controller_config
-        from asap_ros.g1 import LowCmdEncoder, damping_command
-        from asap_ros.remote import ComboDetector, parse_combo
 
         self.node = node
         self.params = NodeParams(node, SUPERVISOR_PARAMS,
@@ -161,10 +194,10 @@ class SupervisorNode:
         node.create_timer(0.1, self._publish_writes)
         self._published_writes = -1
         self._publish_state()
-        self._writer = self._open_unitree_channels(p["dds_domain"], p["network_interface"])
+        self._writer = self._open_lowcmd_channels(p["dds_domain"], p["network_interface"])
         self._thread = threading.Thread(target=self._run, name="asap-supervisor", daemon=True)
 
-    def _open_unitree_channels(self, domain: int, interface: str) -> Any:
+    def _open_lowcmd_channels(self, domain: int, interface: str) -> Any:
         """rt/lowcmd writer (created now, so a takeover needs no discovery) and raw readers."""
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
@@ -173,15 +206,11 @@ class SupervisorNode:
         init_channels(domain, interface)
         writer = RawWriter("rt/lowcmd", LowCmd_)
         # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per 500 Hz LowState
-        self._readers = [RawReader("rt/lowstate", LowState_, self._on_lowstate),
-                         RawReader("rt/lowcmd", LowCmd_, self._on_lowcmd)]
+        self._readers = [RawReader("rt/lowstate", LowState_, self._on_lowstate), ForeignLowCmdReader(self._on_lowcmd)]
         return writer
 
     # --- inputs (DDS and executor threads) ---------------------------------------------
     def _on_lowstate(self, payload: bytes, _stamp_ns: int) -> None:
-        from asap_ros.g1 import LOWSTATE_WIRE, record_crc
-        from asap_ros.remote import decode_remote
-
         record = LOWSTATE_WIRE.from_cdr(payload)
         if int(record["crc"]) != record_crc(record):
             return
@@ -190,8 +219,6 @@ class SupervisorNode:
             self.estop(f"wireless remote {'+'.join(sorted(self._combo.combo))}")
 
     def _on_lowcmd(self, payload: bytes, stamp_ns: int) -> None:
-        from asap_ros.g1 import LOWCMD_WIRE
-
         if self.state == TAKEOVER:
             return  # our own stream (or a recovered deploy): the takeover holds until reset
         damping = lowcmd_is_damping(LOWCMD_WIRE.from_cdr(payload))
