@@ -22,6 +22,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bag": ("asap_ros.commands.bag", "inspect (info) or recover (repair) a session bag"),
     "sim": ("asap_ros.commands.sim", "run an actor on the simulated G1 in real time over DDS and summarise the run"),
     "rollout": ("asap_ros.commands.rollout", "run an actor on the simulated G1 lock-step in one process (the ideal yardstick)"),
+    "export": ("asap_ros.commands.export", "export recorded episodes for offline trainers (asap clip pickle, npz, delta)"),
+    "metrics": ("asap_ros.commands.metrics", "tracking metrics (E_g-mpjpe, E_mpjpe, E_vel, E_acc) of recorded episodes"),
+    "gap": ("asap_ros.commands.gap", "replay recorded commands in the nominal simulator; rank joints by divergence"),
 }
 
 

@@ -1,0 +1,41 @@
+"""What every writer needs besides the episode: the robot model and the training model's joint axes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asap_ros.kinematics import DRIVEN_MOTORS
+from asap_ros.robot import RobotModel, load_robot_model
+
+CONTROL_DT_S = 0.02
+
+
+@dataclass(frozen=True)
+class ExportContext:
+    robot: RobotModel
+    joint_axes: np.ndarray
+    """(23, 3) rotation axes of the driven joints (see :mod:`asap_ros.export.pose_aa`)."""
+    control_dt_s: float = CONTROL_DT_S
+
+    @property
+    def fps(self) -> int:
+        """Control rate, Hz (the exported clip's frame rate)."""
+        return int(round(1.0 / self.control_dt_s))
+
+    @property
+    def driven_motors(self) -> np.ndarray:
+        return DRIVEN_MOTORS
+
+    @property
+    def driven_names(self) -> list[str]:
+        return [self.robot.joint_names[i] for i in DRIVEN_MOTORS]
+
+
+def load_context(robot_path: str | Path | None = None, model_path: str | Path | None = None) -> ExportContext:
+    """Robot model (default ``config/g1_29dof.yaml``) and joint axes of the training model."""
+    from asap_ros.export.pose_aa import driven_joint_axes
+
+    return ExportContext(robot=load_robot_model(robot_path), joint_axes=driven_joint_axes(model_path))
