@@ -62,7 +62,7 @@ def motion_lowstates(runner: PolicyRunner, seed: int = 0) -> list[bytes]:
     from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowState_
     from unitree_sdk2py.utils.crc import CRC
 
-    spec, robot, rng = runner.spec, runner.robot, np.random.default_rng(seed)
+    spec, rng = runner.spec, np.random.default_rng(seed)
     steps = next(k for k in range(1, 1_000_000) if runner.phase_at(k) >= 1.0)
     clip = load_clip(spec.clip_path)
     frames = np.minimum((np.arange(steps) * spec.control_dt * clip.fps).astype(int), clip.num_frames - 1)
