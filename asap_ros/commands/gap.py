@@ -16,17 +16,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_bag_arguments(parser, mocap_filter_ms=MOCAP_FILTER_MS)
     parser.add_argument("--window", type=float, default=1.0, help="replay window, s (default %(default)s)")
+    parser.add_argument("--skip-start", type=float, default=0.0, metavar="S",
+                        help="leave out the first S seconds of each episode, e.g. a simulated session's "
+                             "elastic-band release (default %(default)s)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("gap"),
                         help="report directory (default %(default)s; one subdirectory per bag if several)")  # fmt: skip
     parser.add_argument("--sim-config", default=None, help="simulator config (default config/sim.yaml)")
 
 
 def gap_job(bag: Path, out_root: Path, per_bag_dirs: bool, window_s: float, episodes, mocap_topic: str,
-            mocap_filter_ms: float, sim_config, progress) -> tuple:  # fmt: skip
+            mocap_filter_ms: float, skip_start_s: float, sim_config, progress) -> tuple:  # fmt: skip
     """Replay one bag and write its report; returns (report path, ranking, skipped episodes, ranking horizon)."""
     from asap_ros.export.gap_report import bag_gap, write_gap_report
 
-    gap = bag_gap(bag, window_s, episodes, mocap_topic, mocap_filter_ms, sim_config, progress)
+    gap = bag_gap(bag, window_s, episodes, mocap_topic, mocap_filter_ms, sim_config, progress,
+                  skip_start_s=skip_start_s)  # fmt: skip
     out = out_root / bag.name if per_bag_dirs else out_root
     return write_gap_report(gap, out), gap.ranking(), gap.skipped, gap.rank_horizon_s
 
@@ -38,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = jobs_for(args)
     job = partial(gap_job, out_root=args.out, per_bag_dirs=len(args.bags) > 1, window_s=args.window,
                   episodes=args.episode, mocap_topic=args.mocap_topic, mocap_filter_ms=args.mocap_filter_ms,
+                  skip_start_s=args.skip_start,
                   sim_config=args.sim_config,
                   progress=None if jobs == 1 else False)  # fmt: skip
     failed = 0

@@ -29,12 +29,14 @@ FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
 STANCE_CLEARANCE_M = 0.003
 """A foot this close to the floor at a reset is taken to be standing (its velocity is zero);
 loaded feet sink about 1 mm into MuJoCo's soft floor."""
+PLANTED_SPEED_M_S = 0.25
+"""...and planted: its speed with the mocap pelvis velocity is below this (mocap noise is a few cm/s)."""
 NOMINAL_PROFILE = "nominal"
 STANDS_OUT_RATIO = 3.0
 STANDS_OUT_MIN_RAD = 0.025
 """A joint "stands out" when its early divergence exceeds both this multiple of the median
 joint's and this absolute floor: replays of nominal simulated sessions (state from mocap,
-contacts) diverge by up to ~22 mrad within 0.2 s in their most sensitive joint (the
+contacts) diverge by up to ~24 mrad within 0.2 s in their most sensitive joint (the
 low-gain ankles), so smaller divergence is not evidence of a model error."""
 RANK_HORIZON_S = 0.2
 """Joints are ranked by their divergence within this time after each reset (see :func:`rank_joints`)."""
@@ -115,6 +117,14 @@ def rank_joints(windows: Sequence[WindowReplay], joint_names: Sequence[str],
     ]
 
 
+def replayed_ticks(times_ns: np.ndarray, skip_start_s: float) -> np.ndarray:
+    """The tick times after the first ``skip_start_s`` of an episode (at least its last two)."""
+    if skip_start_s < 0:
+        raise ConfigError(None, "--skip-start", "must be >= 0", skip_start_s)
+    kept = times_ns[times_ns >= times_ns[0] + int(skip_start_s * 1e9)]
+    return kept if len(kept) >= 2 else times_ns[-2:]
+
+
 def episode_windows(times_ns: np.ndarray, window_s: float) -> list[tuple[int, int]]:
     """(start, end) of consecutive windows over the tick times, each starting on a tick; the last
     one ends with the episode (shorter; a tail under a tenth of a window joins the one before)."""
@@ -169,9 +179,9 @@ class OpenLoopReplayer:
         """Put the body in a recorded state; returns where the pelvis linear velocity came from.
 
         Angular velocity (body frame): the gyroscope. Linear velocity: the one that keeps the lower
-        foot still when it is within 3 mm of the floor (leg odometry from the gyro and the joint
-        velocities), since a velocity differentiated from mocap is off by a few cm/s and the
-        contacts turn that into a jolt; ``lin_vel_world`` (mocap) when both feet are higher.
+        foot still when it is within 3 mm of the floor and planted (leg odometry from the gyro and
+        the joint velocities), since a velocity differentiated from mocap is off by a few cm/s and
+        the contacts turn that into a jolt; ``lin_vel_world`` (mocap) otherwise.
         """
         mujoco, model, data = self._mujoco, self.physics.model, self.physics.data
         data.qpos[0:3], data.qpos[3:7] = pos, quat_wxyz / np.linalg.norm(quat_wxyz)
@@ -181,10 +191,12 @@ class OpenLoopReplayer:
         mujoco.mj_forward(model, data)
         clearance = {foot: self._clearance(geoms) for foot, geoms in self._foot_geoms.items()}
         stance = min(clearance, key=clearance.__getitem__)  # the lower foot carries the weight
-        if clearance[stance] < STANCE_CLEARANCE_M:
-            velocity = np.zeros(6)
-            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, stance, velocity, 0)
-            data.qvel[0:3] = -velocity[3:]  # with the pelvis at rest; foot velocity is linear in the pelvis's
+        velocity = np.zeros(6)
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, stance, velocity, 0)
+        relative = velocity[3:].copy()  # foot velocity with the pelvis at rest; it adds the pelvis velocity
+        planted = np.linalg.norm(lin_vel_world + relative) < PLANTED_SPEED_M_S
+        if clearance[stance] < STANCE_CLEARANCE_M and planted:
+            data.qvel[0:3] = -relative
             source = "stance"
         else:
             data.qvel[0:3] = lin_vel_world
@@ -235,11 +247,11 @@ class OpenLoopReplayer:
             velocity_source=source,
         )
 
-    def replay_episode(self, aligned: AlignedEpisode, window_s: float = DEFAULT_WINDOW_S,
+    def replay_episode(self, aligned: AlignedEpisode, window_s: float = DEFAULT_WINDOW_S, skip_start_s: float = 0.0,
                        on_window: Callable[[], None] | None = None) -> EpisodeGap:  # fmt: skip
-        """Every window of one episode (``on_window`` is called after each, e.g. a progress bar)."""
+        """Every window of one episode after its first ``skip_start_s`` (``on_window``: called after each)."""
         windows = []
-        for start, end in episode_windows(aligned.time_ns, window_s):
+        for start, end in episode_windows(replayed_ticks(aligned.time_ns, skip_start_s), window_s):
             windows.append(self.replay_window(aligned, start, end))
             if on_window is not None:
                 on_window()

@@ -27,6 +27,7 @@ from asap_ros.export.gap import (
     WindowReplay,
     episode_windows,
     rank_joints,
+    replayed_ticks,
 )
 from asap_ros.export.progress import Progress
 from asap_ros.recording import topics
@@ -44,6 +45,8 @@ class BagGap:
     simulator: str
     window_s: float
     rank_horizon_s: float
+    skip_start_s: float
+    """Seconds at the start of each episode not replayed."""
     joint_names: tuple[str, ...]
     episodes: tuple[EpisodeGap, ...]
     skipped: tuple[str, ...]
@@ -75,6 +78,7 @@ class BagGap:
             "simulator": self.simulator,
             "window_s": self.window_s,
             "rank_horizon_s": self.rank_horizon_s,
+            "skip_start_s": self.skip_start_s,
             "windows": len(self.windows),
             "mocap_velocity_resets": sum(w.velocity_source == "mocap" for w in self.windows),
             "ranking": table(self.ranking()),
@@ -96,6 +100,7 @@ def bag_gap(
     sim_config: str | None = None,
     progress: bool | None = None,
     rank_horizon_s: float = RANK_HORIZON_S,
+    skip_start_s: float = 0.0,
 ) -> BagGap:
     """Replay the episodes of one bag in the nominal simulator."""
     replayer = OpenLoopReplayer(sim_config)
@@ -107,15 +112,15 @@ def bag_gap(
             except AsapError as exc:
                 skipped.append(f"episode {marker.index} ({marker.motion}): {exc}")
         name = str(bag.path)
-    total = sum(len(episode_windows(a.time_ns, window_s)) for a in aligned)
+    total = sum(len(episode_windows(replayed_ticks(a.time_ns, skip_start_s), window_s)) for a in aligned)
     results = []
     with Progress(total, f"gap {Path(name).name}", "windows", enabled=progress) as bar:
         for a in aligned:
-            results.append(replayer.replay_episode(a, window_s, on_window=bar.advance))
+            results.append(replayer.replay_episode(a, window_s, skip_start_s, on_window=bar.advance))
     if not results:
         raise AsapError(f"{name}: no episode could be replayed: {'; '.join(skipped) or 'the bag holds none'}")
-    return BagGap(name, replayer.description, window_s, rank_horizon_s, replayer.robot.joint_names, tuple(results),
-                  tuple(skipped))  # fmt: skip
+    return BagGap(name, replayer.description, window_s, rank_horizon_s, skip_start_s, replayer.robot.joint_names,
+                  tuple(results), tuple(skipped))  # fmt: skip
 
 
 # --- report -----------------------------------------------------------------------------------
@@ -221,7 +226,8 @@ def write_gap_report(gap: BagGap, out_dir: str | Path) -> Path:
         "simulated minus recorded joint angle at every recorded LowState.",
         "",
         f"{len(gap.episodes)} episode(s), {len(windows)} windows ({from_mocap} reset with the mocap velocity), "
-        f"{seconds:.1f} s replayed.",
+        f"{seconds:.1f} s replayed" + (f" (the first {gap.skip_start_s:g} s of each episode left out)."
+                                       if gap.skip_start_s else "."),
         "",
         f"Joints are ranked by their divergence within the first {gap.rank_horizon_s:g} s after each reset: an "
         "open-loop humanoid drifts out of balance, and later in a window every joint diverges with the whole "
