@@ -25,6 +25,7 @@ setup(
     name=PACKAGE,
     version=ET.parse(HERE / "package.xml").findtext("version"),
     description="Robot-side runtime for ASAP motion-tracking actors on the Unitree G1",
+    license="MIT",
     packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
     python_requires=">=3.10",
     data_files=[
