@@ -4,10 +4,10 @@ Each episode is cut into windows (1 s by default, as in the ASAP paper). At the 
 window the MuJoCo G1 (``config/sim.yaml``'s model and physics rate, ``nominal`` profile, no
 elastic band) is reset to the recorded state: pelvis pose from mocap, angular velocity from
 the IMU gyroscope, linear velocity by leg odometry (the stance foot stays still), joint
-angles and velocities from the LowState. Then every physics step
-applies the recorded LowCmd in force at that time through the simulator's own motor model
-(PD law, effort limits; nominal torque scale and no delay), and the simulated joint angles are
-compared with the recorded ones at every recorded LowState. What the nominal model gets wrong
+angles and velocities from the LowState. Then every physics step applies the recorded LowCmd
+in force at that time through the simulator's own motor model (PD law, effort limits;
+nominal torque scale and no delay), and the simulated joint angles are compared with the
+recorded ones at every recorded LowState. What the nominal model gets wrong
 about the robot shows up as joints whose simulated trajectory drifts away from the recording
 right after each reset (the ranking); later in a window the whole body drifts with them.
 """
