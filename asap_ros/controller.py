@@ -7,24 +7,33 @@ their hold pose with their own gains in every mode that applies torque):
 - STAND_UP: targets move linearly from the pose measured when Stand was accepted to the
   default pose over ``stand_up.duration_s``; kp ramps from ``kp_start_fraction`` x deploy kp
   to deploy kp, kd is the deploy kd throughout.
-- HOLD: PD to the default pose with deploy gains, reached by a linear blend from the previous
-  targets over ``hold.return_blend_s``. ASAP runs its standing/locomotion actor here; this
-  runtime holds the pose instead.
+- HOLD with a standing actor (``hold.policy``, as ASAP does): the actor drives the legs every
+  step; the other joints' targets (and gains) blend linearly from the previous command to the
+  actor's reference pose over ``hold.return_blend_s`` (its ``snap_joints`` start at the
+  reference pose) and the actor observes that blended upper body as its reference. Its
+  history is reset when HOLD is entered from STAND_UP or TRACKING (not on a Stop in
+  PREPARE, where it was already running).
+- HOLD without one: PD to the default pose with deploy gains, reached by a linear blend from
+  the previous targets over ``hold.return_blend_s``. A G1 cannot balance on ASAP's ankle
+  gains this way; it needs a gantry.
 - PREPARE: blend from the current targets and gains to the policy's start pose and gains over
   the policy spec's ``prepare.blend_s``, hold ``prepare.hold_s`` (per motion, in
-  ``policies/*.yaml``), then reset the policy history -> TRACKING.
+  ``policies/*.yaml``), then reset the policy history -> TRACKING. With a standing actor the
+  legs stay under the actor, which observes the blended upper body (ASAP's loco -> mimic
+  interpolation).
 - TRACKING: ``PolicyRunner.step`` every control step; after the step that reaches phase 1,
-  HOLD (blending back to the default pose).
+  HOLD (blending back to the hold pose).
 - DAMPING: kp 0, kd ``damping.kd``, q/dq/tau 0; latched with its reason until Reset.
 
 Blends are timed by the ``now_ns`` passed to :meth:`Controller.request` / :meth:`Controller.step`
 (the control tick's clock); the actor's phase is tick-counted by the policy itself.
 
 Safety: every step in STAND_UP, HOLD, PREPARE and TRACKING runs all checks of
-:class:`~asap_ros.safety.SafetyMonitor` and, in TRACKING, checks the actor output; the first
-fault latches DAMPING and the damping command goes out in that same step. In PASSIVE the
-checks run too but do not latch (no torque is applied): a failing state makes Stand refused,
-and no state value ever reaches a command. DAMPING runs no checks.
+:class:`~asap_ros.safety.SafetyMonitor` and checks every actor output (the motion actor in
+TRACKING, the standing actor in HOLD and PREPARE); the first fault latches DAMPING and the
+damping command goes out in that same step. In PASSIVE the checks run too but do not latch
+(no torque is applied): a failing state makes Stand refused, and no state value ever reaches
+a command. DAMPING runs no checks.
 
 ``request`` and ``step`` are not thread-safe; the caller serialises them (see control_loop).
 """
@@ -39,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.errors import ConfigError, RejectedRequest
-from asap_ros.paths import config_file
+from asap_ros.paths import config_file, policies_dir
 from asap_ros.policy import PolicyOutput, PolicyRunner
 from asap_ros.robot import RobotModel
 from asap_ros.safety import (
@@ -109,6 +118,8 @@ class ControllerConfig:
     """[29] kd in DAMPING (kp is 0)."""
     safety: SafetyConfig
     source: str = "<controller config>"
+    hold_policy: Path | None = None
+    """Spec of the standing actor HOLD runs; ``None``: PD hold of the default pose."""
 
 
 def _per_motor(section: ConfigReader, name: str) -> np.ndarray:
@@ -130,7 +141,7 @@ def load_controller_config(path: str | Path | None = None) -> ControllerConfig:
     cfg = load_config(path)
     cfg.reject_unknown({"stand_up", "hold", "passive", "damping", "safety"})
     stand_up = _section(cfg, "stand_up", {"duration_s", "kp_start_fraction"})
-    hold = _section(cfg, "hold", {"return_blend_s"})
+    hold = _section(cfg, "hold", {"return_blend_s", "policy"})
     passive = _section(cfg, "passive", {"kd"})
     damping = _section(cfg, "damping", {"kd"})
     return ControllerConfig(
@@ -141,7 +152,18 @@ def load_controller_config(path: str | Path | None = None) -> ControllerConfig:
         damping_kd=_per_motor(damping, "kd"),
         safety=read_safety_config(cfg.section("safety")),
         source=str(path),
+        hold_policy=_hold_policy(hold),
     )
+
+
+def _hold_policy(hold: ConfigReader) -> Path | None:
+    """``hold.policy``: a spec path (relative to the package's ``policies/``), or null/absent."""
+    if hold.raw("policy", None) is None:
+        return None
+    path = policies_dir() / hold.str("policy")  # an absolute path replaces the base
+    if not path.is_file():
+        raise hold.error("policy", f"policy spec not found (relative paths are under {policies_dir()})", str(path))
+    return path
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -198,19 +220,36 @@ class StepOutput:
     """The oldest mode change not yet reported (one per step, none dropped; see its stamp)."""
     fault: str | None
     """The latched reason while DAMPING."""
+    hold_policy: PolicyOutput | None = None
+    """The standing actor's step (HOLD and PREPARE with ``hold.policy``, or the step whose output
+    faulted); never mixed into ``policy``, which belongs to the motion."""
 
 
 class Controller:
-    """Turns each robot state into one joint command, per the mode and the safety checks."""
+    """Turns each robot state into one joint command, per the mode and the safety checks.
 
-    def __init__(self, robot: RobotModel, policies: Mapping[str, PolicyRunner], config: ControllerConfig):
+    ``policies`` are the motion-tracking actors by motion name. ``hold_policy`` is the standing
+    actor HOLD runs; by default it is loaded from ``config.hold_policy`` (none there: PD hold).
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        policies: Mapping[str, PolicyRunner],
+        config: ControllerConfig,
+        hold_policy: PolicyRunner | None = None,
+    ):
         if robot.num_joints != NUM_MOTORS:
             raise ConfigError(robot.source, "joints", f"controller needs {NUM_MOTORS} motors", robot.num_joints)
+        if hold_policy is None and config.hold_policy is not None:
+            hold_policy = PolicyRunner.from_spec_file(config.hold_policy, robot)
         for name, policy in policies.items():
-            if policy.robot.joint_names != robot.joint_names:
-                raise ConfigError(policy.spec.source, None, f"policy {name} was built for another joint order")
+            _check_policy(name, policy, robot, motion=True)
+        if hold_policy is not None:
+            _check_policy("hold", hold_policy, robot, motion=False)
         self.robot = robot
         self.policies = dict(policies)
+        self.hold_policy = hold_policy
         self.config = config
         self.last_check: str | None = None
         """Result of the latest safety check (None = healthy; not updated while DAMPING)."""
@@ -305,7 +344,20 @@ class Controller:
         elif mode is Mode.PREPARE and self._blend.elapsed_ns(now_ns) >= self._prepare_end_ns:
             self._event(Event.PREPARED, now_ns, command)
             return self._track(state, now_ns)
+        elif self.hold_policy is not None and mode is not Mode.STAND_UP:
+            return self._stand(state, now_ns, command)
         return self._output(command)
+
+    def _stand(self, state: RobotState, now_ns: int, reference: JointCommand) -> StepOutput:
+        """The standing actor drives the legs; the other joints follow ``reference`` (a blend)."""
+        try:
+            out = self.hold_policy.step(state, reference.q)
+        except Exception as exc:  # a failing actor must end in DAMPING, not a dead control loop
+            return self._fault(f"hold policy {self.hold_policy.spec.name} step failed: {exc!r}", now_ns)
+        problem = check_action(out.raw_action, out.q_target)
+        if problem is not None:
+            return self._fault(f"hold policy {self.hold_policy.spec.name}: {problem}", now_ns, hold_output=out)
+        return self._output(_command(out.q_target, reference.kp, reference.kd), hold_output=out)
 
     def _track(self, state: RobotState, now_ns: int) -> StepOutput:
         motion = self._machine.motion
@@ -325,10 +377,12 @@ class Controller:
     def _event(self, event: Event, now_ns: int, current: JointCommand) -> None:
         self._enter(self._machine.event(event, now_ns), now_ns, current)
 
-    def _fault(self, reason: str, now_ns: int, policy_output: PolicyOutput | None = None) -> StepOutput:
+    def _fault(
+        self, reason: str, now_ns: int, policy_output: PolicyOutput | None = None, hold_output: PolicyOutput | None = None
+    ) -> StepOutput:
         transition = self._machine.fault(reason, now_ns)
         self._enter(transition, now_ns, self._damping)
-        return self._output(self._damping, policy_output)
+        return self._output(self._damping, policy_output, hold_output)
 
     def _enter(self, transition: Transition, now_ns: int, current: JointCommand) -> None:
         """Set up the mode just entered; ``current`` is the command in force at the switch."""
@@ -338,6 +392,14 @@ class Controller:
         if mode is Mode.STAND_UP:
             start = _command(self._healthy_state.q.copy(), self._stand_kp0, robot.kd)
             self._blend = Blend.between(start, robot.default_q, robot.kp, robot.kd, now_ns, cfg.stand_up_duration_s)
+        elif mode is Mode.HOLD and self.hold_policy is not None:
+            stand = self.hold_policy
+            start = current.q.copy()
+            start[stand.spec.snap_indices] = stand.start_pose[stand.spec.snap_indices]
+            start = _command(start, current.kp, current.kd)
+            self._blend = Blend.between(start, stand.start_pose, stand.kp, stand.kd, now_ns, cfg.return_blend_s)
+            if transition.from_mode is not Mode.PREPARE:  # after a Stop in PREPARE it keeps running
+                stand.reset()
         elif mode is Mode.HOLD:
             self._blend = Blend.between(current, robot.default_q, robot.kp, robot.kd, now_ns, cfg.return_blend_s)
         elif mode is Mode.PREPARE:
@@ -353,7 +415,9 @@ class Controller:
             self._last_valid_state = None
             self.last_check = None
 
-    def _output(self, command: JointCommand, policy_output: PolicyOutput | None = None) -> StepOutput:
+    def _output(
+        self, command: JointCommand, policy_output: PolicyOutput | None = None, hold_output: PolicyOutput | None = None
+    ) -> StepOutput:
         self._last_command = command
         mode = self._machine.mode
         return StepOutput(
@@ -362,4 +426,14 @@ class Controller:
             policy=policy_output,
             transition=self._unreported.popleft() if self._unreported else None,
             fault=self._machine.fault_reason if mode is Mode.DAMPING else None,
+            hold_policy=hold_output,
         )
+
+
+def _check_policy(name: str, policy: PolicyRunner, robot: RobotModel, motion: bool) -> None:
+    """A motion policy must track a clip, the hold policy must not; both on this robot's joints."""
+    if policy.robot.joint_names != robot.joint_names:
+        raise ConfigError(policy.spec.source, None, f"policy {name} was built for another joint order")
+    if policy.spec.is_motion != motion:
+        problem = "a motion policy needs a clip" if motion else "the hold policy must be a standing actor (no clip)"
+        raise ConfigError(policy.spec.source, "phase.clip", f"policy {name}: {problem}", str(policy.spec.clip_path))

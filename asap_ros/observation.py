@@ -7,10 +7,16 @@ pushed *after* the current observation has been built.
 
 Terms come from a registry (:data:`TERMS`) keyed by name, so a different layout is a new spec,
 not new code. :meth:`ObservationBuilder.build` works in buffers allocated once per builder.
+
+The standing actor's terms (ASAP's decoupled locomotion actor): ``command_*`` are the spec's
+constant :class:`~asap_ros.policy_spec.StandingCommands`, ``sin_phase``/``cos_phase`` its gait
+phase (0 in stance), ``ref_upper_dof_pos`` the current targets of the spec's reference joints
+(the reference pose passed to :meth:`ObservationBuilder.build`, absolute joint angles).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,22 +30,29 @@ from asap_ros.state import RobotState
 class StepInputs:
     """What the terms of one control step are computed from."""
 
-    __slots__ = ("state", "last_action", "phase", "driven", "default_driven")
+    __slots__ = ("state", "last_action", "phase", "observed", "default_observed", "reference", "spec")
 
     def __init__(self, spec: PolicySpec):
+        self.spec = spec
         self.state = RobotState()
         self.last_action = np.zeros(len(spec.driven_joints), dtype=np.float32)
         self.phase = 0.0
-        self.driven = spec.driven_indices
-        self.default_driven = spec.default_q[spec.driven_indices]
+        self.observed = spec.observed_indices
+        self.default_observed = spec.default_q[spec.observed_indices]
+        self.reference = spec.prepare_pose
+        """[29] motor-order targets of the joints the actor does not drive."""
 
 
 @dataclass(frozen=True)
 class TermDef:
-    """How to compute one term: its dimension for a spec, and a writer of its unscaled value."""
+    """How to compute one term: its dimension for a spec, and a writer of its unscaled value.
+
+    ``needs`` names the spec section the term reads (``commands`` or ``reference``).
+    """
 
     dim: Callable[[PolicySpec], int]
     write: Callable[[StepInputs, np.ndarray], None]
+    needs: str | None = None
 
 
 def _actions(inputs: StepInputs, out: np.ndarray) -> None:
@@ -50,13 +63,37 @@ def _base_ang_vel(inputs: StepInputs, out: np.ndarray) -> None:
     out[:] = inputs.state.gyro
 
 
+def _command_lin_vel(inputs: StepInputs, out: np.ndarray) -> None:
+    out[:] = inputs.spec.commands.lin_vel
+
+
+def _command_ang_vel(inputs: StepInputs, out: np.ndarray) -> None:
+    out[0] = inputs.spec.commands.ang_vel
+
+
+def _command_stand(inputs: StepInputs, out: np.ndarray) -> None:
+    out[0] = inputs.spec.commands.stand
+
+
+def _command_base_height(inputs: StepInputs, out: np.ndarray) -> None:
+    out[0] = inputs.spec.commands.base_height
+
+
+def _sin_phase(inputs: StepInputs, out: np.ndarray) -> None:
+    out[0] = math.sin(2.0 * math.pi * inputs.spec.commands.gait_phase)
+
+
+def _cos_phase(inputs: StepInputs, out: np.ndarray) -> None:
+    out[0] = math.cos(2.0 * math.pi * inputs.spec.commands.gait_phase)
+
+
 def _dof_pos(inputs: StepInputs, out: np.ndarray) -> None:
-    inputs.state.q.take(inputs.driven, out=out)
-    out -= inputs.default_driven
+    inputs.state.q.take(inputs.observed, out=out)
+    out -= inputs.default_observed
 
 
 def _dof_vel(inputs: StepInputs, out: np.ndarray) -> None:
-    inputs.state.dq.take(inputs.driven, out=out)
+    inputs.state.dq.take(inputs.observed, out=out)
 
 
 def _projected_gravity(inputs: StepInputs, out: np.ndarray) -> None:
@@ -71,19 +108,47 @@ def _ref_motion_phase(inputs: StepInputs, out: np.ndarray) -> None:
     out[0] = inputs.phase
 
 
+def _ref_upper_dof_pos(inputs: StepInputs, out: np.ndarray) -> None:
+    inputs.reference.take(inputs.spec.reference_indices, out=out)
+
+
 def _num_driven(spec: PolicySpec) -> int:
     return len(spec.driven_joints)
+
+
+def _num_observed(spec: PolicySpec) -> int:
+    return len(spec.observed_joints)
+
+
+def _num_reference(spec: PolicySpec) -> int:
+    return len(spec.reference_joints)
+
+
+def _command(dim: int, write: Callable[[StepInputs, np.ndarray], None]) -> TermDef:
+    return TermDef(lambda spec: dim, write, needs="commands")
 
 
 TERMS: dict[str, TermDef] = {
     "actions": TermDef(_num_driven, _actions),
     "base_ang_vel": TermDef(lambda spec: 3, _base_ang_vel),
-    "dof_pos": TermDef(_num_driven, _dof_pos),
-    "dof_vel": TermDef(_num_driven, _dof_vel),
+    "command_ang_vel": _command(1, _command_ang_vel),
+    "command_base_height": _command(1, _command_base_height),
+    "command_lin_vel": _command(2, _command_lin_vel),
+    "command_stand": _command(1, _command_stand),
+    "cos_phase": _command(1, _cos_phase),
+    "dof_pos": TermDef(_num_observed, _dof_pos),
+    "dof_vel": TermDef(_num_observed, _dof_vel),
     "projected_gravity": TermDef(lambda spec: 3, _projected_gravity),
     "ref_motion_phase": TermDef(lambda spec: 1, _ref_motion_phase),
+    "ref_upper_dof_pos": TermDef(_num_reference, _ref_upper_dof_pos, needs="reference"),
+    "sin_phase": _command(1, _sin_phase),
 }
 """Registry of observation terms by name (the names ASAP's training configs use)."""
+
+_SPEC_HAS = {
+    "commands": lambda spec: spec.commands is not None,
+    "reference": lambda spec: len(spec.reference_joints) > 0,
+}
 
 
 class ObservationBuilder:
@@ -126,9 +191,15 @@ class ObservationBuilder:
             key = f"observation.terms.{term.name}"
             if term.name not in TERMS:
                 raise ConfigError(spec.source, key, f"unknown observation term (known: {', '.join(TERMS)})", term.name)
+            needs = TERMS[term.name].needs
+            if needs is not None and not _SPEC_HAS[needs](spec):
+                raise ConfigError(spec.source, key, f"needs the spec's {needs} section", term.name)
             expected = TERMS[term.name].dim(spec)
             if term.dim != expected:
-                problem = f"must be {expected} for {len(spec.driven_joints)} driven joints"
+                problem = (
+                    f"must be {expected} for {len(spec.driven_joints)} driven, {len(spec.observed_joints)} observed "
+                    f"and {len(spec.reference_joints)} reference joints"
+                )
                 raise ConfigError(spec.source, f"{key}.dim", problem, term.dim)
 
     def _gather_index(self, spec: PolicySpec) -> np.ndarray:
@@ -148,16 +219,21 @@ class ObservationBuilder:
         if self._history is not None:
             self._history[:] = 0.0
 
-    def build(self, state: RobotState, last_action: np.ndarray, phase: float) -> np.ndarray:
+    def build(
+        self, state: RobotState, last_action: np.ndarray, phase: float, reference: np.ndarray | None = None
+    ) -> np.ndarray:
         """Observation for this step, then push this step's terms into the history.
 
-        ``last_action`` is the previous raw (clipped) actor output in driven-joint order.
-        Returns the builder's own buffer, overwritten by the next call: copy it to keep it.
+        ``last_action`` is the previous raw (clipped) actor output in driven-joint order;
+        ``reference`` the [29] motor-order targets of the joints the actor does not drive
+        (default: the spec's ``prepare_pose``). Returns the builder's own buffer, overwritten by
+        the next call: copy it to keep it.
         """
         inputs = self._inputs
         inputs.state = state
         inputs.last_action = last_action
         inputs.phase = phase
+        inputs.reference = self.spec.prepare_pose if reference is None else reference
         for write, out in self._writers:
             write(inputs, out)
         np.multiply(self._raw, self._scale, out=self.obs)

@@ -1,9 +1,14 @@
-"""One motion-tracking policy step: observation -> actor -> clipped joint targets.
+"""One policy step: observation -> actor -> clipped joint targets.
 
 The phase is tick-counted as in training: at control step ``k`` (0 first),
 ``phase = ((k + 1) * control_dt + start) / clip_duration_s``. The runner reports ``done`` on
 the step after which the next phase would reach 1, so every action it returns was computed
-for a phase below 1 (ASAP switches away as soon as the phase reaches 1).
+for a phase below 1 (ASAP switches away as soon as the phase reaches 1). A standing actor
+(no clip, infinite duration) stays at phase 0 and is never done.
+
+The joints the actor does not drive get the spec's hold pose (``start_pose``), or the
+``reference`` targets passed to :meth:`PolicyRunner.step` (a standing actor's upper body while
+the controller blends it; the actor observes them as ``ref_upper_dof_pos``).
 """
 
 from __future__ import annotations
@@ -34,13 +39,13 @@ class PolicyOutput:
     """float32 [n_driven]: actor output clipped to +-clip (what goes into the history)."""
     q_target: np.ndarray
     """float64 [29] motor order: driven = scale * a + default, clipped to the position limits;
-    the other joints hold the spec's PREPARE pose."""
+    the other joints hold the spec's PREPARE pose (or the reference passed to the step)."""
     done: bool
     """The motion is over: the next step's phase would be >= 1."""
 
 
 class PolicyRunner:
-    """Runs one actor for one motion; :meth:`reset` before each run."""
+    """Runs one actor for one motion (or one stretch of standing); :meth:`reset` before each run."""
 
     def __init__(self, spec: PolicySpec, robot: RobotModel, actor: OnnxActor):
         self.spec = spec
@@ -81,14 +86,19 @@ class PolicyRunner:
         self._last_action[:] = 0.0
         self._tick = 0
 
-    def step(self, state: RobotState) -> PolicyOutput:
-        """Run the actor once on ``state`` and advance the phase by one control step."""
+    def step(self, state: RobotState, reference: np.ndarray | None = None) -> PolicyOutput:
+        """Run the actor once on ``state`` and advance the phase by one control step.
+
+        ``reference``: [29] motor-order targets for the joints the actor does not drive
+        (default: ``start_pose``); only the non-driven entries are used.
+        """
         tick, phase = self._tick, self.phase_at(self._tick)
-        obs = self._builder.build(state, self._last_action, phase)
+        hold = self.start_pose if reference is None else reference
+        obs = self._builder.build(state, self._last_action, phase, hold)
         action = self._last_action
         np.minimum(self.actor(obs), self.spec.action_clip, out=action)  # np.clip is slower
         np.maximum(action, -self.spec.action_clip, out=action)
-        q_target = self.start_pose.copy()
+        q_target = np.array(hold, dtype=np.float64)
         q_target[self._driven] = self._action_scale * action + self._default_driven
         np.minimum(q_target, self.robot.q_upper, out=q_target)
         np.maximum(q_target, self.robot.q_lower, out=q_target)

@@ -4,11 +4,21 @@ A spec names the actor file and its SHA-256, the ONNX input/output, the driven j
 observation layout (terms with dim and scale, concatenated in alphabetical order of their
 names, plus one history block), the action scale and clip, gains and default pose overrides,
 the phase clock and the PREPARE pose. A different observation layout is a new spec, not new code.
+
+Two kinds of actor share this format:
+
+- a motion-tracking actor names a clip (``phase.clip``) and a ``prepare`` pose: its phase runs
+  from 0 to 1 over the clip and the motion is over when it reaches 1;
+- a standing actor (ASAP's decoupled locomotion actor with zero velocity commands) names no
+  clip: it runs until it is switched off. Its observation may hold the constant ``commands``
+  and the ``reference`` pose of the joints it does not drive (the upper body), which those
+  joints hold; ``observed_joints`` lets its dof_pos/dof_vel terms cover all motors.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +27,6 @@ import numpy as np
 
 from asap_ros.assets import asset_root
 from asap_ros.clip import load_clip
-from asap_ros.errors import ConfigError
 from asap_ros.robot import RobotModel, load_robot_model
 from asap_ros.yaml_config import ConfigReader, load_config
 
@@ -51,6 +60,25 @@ class ObsSlice:
 
 
 @dataclass(frozen=True)
+class StandingCommands:
+    """The constant commands a standing actor observes (ASAP's locomotion commands, unscaled).
+
+    ``stand`` is ASAP's ``command_stand``: 0 is stance, where ASAP's gait phase stays at 0
+    (``phase_time = (t * stand) % period / period``), so ``sin_phase`` is 0 and ``cos_phase`` 1.
+    """
+
+    lin_vel: tuple[float, float]
+    ang_vel: float
+    stand: float
+    base_height: float
+
+    @property
+    def gait_phase(self) -> float:
+        """ASAP's ``phase_time`` in [0, 1): 0 in stance."""
+        return 0.0
+
+
+@dataclass(frozen=True)
 class PolicySpec:
     """A validated policy spec; arrays are in G1 motor order unless named ``driven``."""
 
@@ -65,6 +93,16 @@ class PolicySpec:
     output_dim: int
     driven_joints: tuple[str, ...]
     driven_indices: np.ndarray
+    observed_joints: tuple[str, ...]
+    """Joints of the dof_pos/dof_vel terms, in their order (the driven joints unless set)."""
+    observed_indices: np.ndarray
+    reference_joints: tuple[str, ...]
+    """Joints of the ``ref_upper_dof_pos`` term (empty unless the spec has a ``reference``)."""
+    reference_indices: np.ndarray
+    snap_indices: np.ndarray
+    """Reference joints whose target jumps to the reference pose when the actor takes over
+    instead of blending (motor indices; ASAP zeroes waist roll and pitch on that switch)."""
+    commands: StandingCommands | None
     terms: tuple[ObsTerm, ...]
     """Current-step terms, sorted by name."""
     history: HistorySpec | None
@@ -75,13 +113,21 @@ class PolicySpec:
     kd: np.ndarray
     control_dt: float
     phase_start: float
-    clip_path: Path
+    clip_path: Path | None
+    """The tracked clip; ``None`` for a standing actor."""
     clip_duration_s: float
-    """``(N - 1) / fps`` of the tracked clip: the phase reaches 1 after this time."""
+    """``(N - 1) / fps`` of the tracked clip: the phase reaches 1 after this time (a standing
+    actor: infinite, its phase stays 0 and it is never done)."""
     prepare_pose: np.ndarray
-    """[29] pose PREPARE blends to; non-driven joints hold it while the actor runs."""
+    """[29] pose PREPARE blends to; non-driven joints hold it while the actor runs (a standing
+    actor: the default pose with its ``reference`` pose)."""
     prepare_blend_s: float
     prepare_hold_s: float
+
+    @property
+    def is_motion(self) -> bool:
+        """A motion-tracking actor (it has a clip), not a standing one."""
+        return self.clip_path is not None
 
     @property
     def layout(self) -> tuple[ObsSlice, ...]:
@@ -113,7 +159,10 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-_TOP_KEYS = {"name", "actor", "driven_joints", "observation", "action", "default_q", "gains", "phase", "prepare"}
+_TOP_KEYS = {
+    "name", "actor", "driven_joints", "observed_joints", "observation", "action", "default_q", "gains",
+    "commands", "reference", "phase", "prepare",
+}  # fmt: skip
 
 
 def load_policy_spec(
@@ -141,6 +190,7 @@ def load_policy_spec(
         io_cfg.reject_unknown({"name", "dim"})
 
     driven = _joint_list(cfg, "driven_joints", robot)
+    observed = _joint_list(cfg, "observed_joints", robot) if cfg.has("observed_joints") else driven
     terms, history = _observation(cfg.section("observation"))
     spec_action = cfg.section("action")
     spec_action.reject_unknown({"scale", "clip"})
@@ -157,12 +207,30 @@ def load_policy_spec(
 
     phase = cfg.section("phase")
     phase.reject_unknown({"control_dt", "start", "clip"})
-    clip_path = phase.path("clip", root)
-    prepare = cfg.section("prepare")
-    prepare.reject_unknown({"pose_joints", "pose", "blend_s", "hold_s"})
-    pose_joints = _joint_list(prepare, "pose_joints", robot)
+    clip_path = phase.path("clip", root) if phase.has("clip") else None
     prepare_pose = default_q.copy()
-    prepare_pose[robot.indices(pose_joints)] = prepare.floats("pose", length=len(pose_joints))
+    reference_joints: tuple[str, ...] = ()
+    snap_joints: tuple[str, ...] = ()
+    if cfg.has("reference"):
+        reference = cfg.section("reference")
+        reference.reject_unknown({"pose_joints", "pose", "snap_joints"})
+        reference_joints, reference_pose = _pose(reference, robot)
+        prepare_pose[robot.indices(reference_joints)] = reference_pose
+        snap_joints = reference.strs("snap_joints", [])
+        for joint in snap_joints:
+            if joint not in reference_joints:
+                raise reference.error("snap_joints", "not one of the reference pose_joints", joint)
+    if clip_path is None:
+        for section, key in ((cfg, "prepare"), (phase, "start")):
+            if section.has(key):
+                raise section.error(key, "only a motion-tracking actor (with phase.clip) has this", section.raw(key))
+        blend_s = hold_s = 0.0
+    else:
+        prepare = cfg.section("prepare")
+        prepare.reject_unknown({"pose_joints", "pose", "blend_s", "hold_s"})
+        pose_joints, pose = _pose(prepare, robot)
+        prepare_pose[robot.indices(pose_joints)] = pose
+        blend_s, hold_s = prepare.float("blend_s", low=0.0), prepare.float("hold_s", low=0.0)
 
     spec = PolicySpec(
         name=cfg.str("name"),
@@ -175,6 +243,12 @@ def load_policy_spec(
         output_dim=onnx_out.int("dim", low=1),
         driven_joints=driven,
         driven_indices=robot.indices(driven),
+        observed_joints=observed,
+        observed_indices=robot.indices(observed),
+        reference_joints=reference_joints,
+        reference_indices=robot.indices(reference_joints),
+        snap_indices=robot.indices(snap_joints),
+        commands=_commands(cfg.section("commands")) if cfg.has("commands") else None,
         terms=terms,
         history=history,
         action_scale=spec_action.float("scale", low=0.0),
@@ -185,15 +259,39 @@ def load_policy_spec(
         control_dt=phase.float("control_dt", low=1e-4, high=1.0),
         phase_start=phase.float("start", 0.0, low=0.0),
         clip_path=clip_path,
-        clip_duration_s=load_clip(clip_path).duration_s,
+        clip_duration_s=load_clip(clip_path).duration_s if clip_path is not None else math.inf,
         prepare_pose=np.clip(prepare_pose, robot.q_lower, robot.q_upper),
-        prepare_blend_s=prepare.float("blend_s", low=0.0),
-        prepare_hold_s=prepare.float("hold_s", low=0.0),
+        prepare_blend_s=blend_s,
+        prepare_hold_s=hold_s,
     )
     _check_dimensions(cfg, spec)
-    for array in (spec.driven_indices, spec.default_q, spec.kp, spec.kd, spec.prepare_pose):
+    for array in (
+        spec.driven_indices, spec.observed_indices, spec.reference_indices, spec.snap_indices,
+        spec.default_q, spec.kp, spec.kd, spec.prepare_pose,
+    ):  # fmt: skip
         array.setflags(write=False)
     return spec
+
+
+def _pose(cfg: ConfigReader, robot: RobotModel) -> tuple[tuple[str, ...], np.ndarray]:
+    """``(joints, pose)`` of a pose section: ``pose_joints`` (list or group) and ``pose`` (one value each)."""
+    joints = _joint_list(cfg, "pose_joints", robot)
+    return joints, cfg.floats("pose", length=len(joints))
+
+
+def _commands(cfg: ConfigReader) -> StandingCommands:
+    cfg.reject_unknown({"lin_vel", "ang_vel", "stand", "base_height"})
+    lin_vel = cfg.floats("lin_vel", length=2)
+    stand = cfg.float("stand")
+    if stand != 0.0:
+        problem = "must be 0 (stance): ASAP advances its gait phase with time when stand is 1, this runtime does not"
+        raise cfg.error("stand", problem, stand)
+    return StandingCommands(
+        lin_vel=(float(lin_vel[0]), float(lin_vel[1])),
+        ang_vel=cfg.float("ang_vel"),
+        stand=stand,
+        base_height=cfg.float("base_height", low=0.0),
+    )
 
 
 def _joint_list(cfg: ConfigReader, key: str, robot: RobotModel) -> tuple[str, ...]:

@@ -7,14 +7,15 @@ real-time ``asap-ros sim`` polls it from its main thread with the wall clock; th
 run exactly the same sequence::
 
     PASSIVE --Stand--> STAND_UP --> HOLD (settle) --Start(motion)--> PREPARE --> TRACKING
-      band carries the robot ........................................^ released  |
-                                                 band attached again, HOLD <------'
-                                                 hold_after_s --> done
+      band carries the robot ........^ released, stays off                          |
+                                                                         HOLD <-----'
+                                                                         hold_after_s --> done
 
-The band carries the robot whenever the actor does not: HOLD is a PD pose hold (ASAP
-balances there with its locomotion actor, which this runtime does not run) and PD with
-ASAP's ankle gains cannot balance a G1 on its own. It is released as soon as TRACKING is
-seen and attached again when the motion is over, like a gantry rope that an operator slackens
+The band carries the robot until something balances it. With a standing actor in HOLD
+(``hold.policy``, as ASAP runs its locomotion actor there) that is from the first HOLD on:
+the band is released when HOLD is seen and stays off. With the PD hold (no hold policy),
+which cannot balance a G1 on ASAP's ankle gains, the band is released only while TRACKING
+and attached again when the motion is over, like a gantry rope that an operator slackens
 for the motion. A refused Start or a stage that overruns its timeout ends the script at once;
 DAMPING ends it after ``hold_after_s`` more (so a fall that follows the fault is seen), with
 the reason in :attr:`OperatorScript.outcome`.
@@ -76,6 +77,8 @@ class SessionPlan:
     hold_after_s: float = 2.0
     stand_retry_s: float = 5.0
     """How long Stand is retried while the controller refuses it (no healthy state yet)."""
+    hold_balances: bool = True
+    """HOLD runs a standing actor: the band comes off at the first HOLD and stays off."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,9 @@ class OperatorScript:
 
     # --- stages ---------------------------------------------------------------------------
     def _standing_up(self, t_s: float, elapsed: float, mode: Mode) -> list[Action]:
+        if mode is Mode.HOLD and self.plan.hold_balances:
+            self._next(t_s, Stage.SETTLING, "stood up (HOLD): band released")
+            return [BandAction(BAND_RELEASE)]
         if mode is Mode.HOLD:
             self._next(t_s, Stage.SETTLING, "stood up (HOLD)")
             return []
@@ -158,15 +164,16 @@ class OperatorScript:
         return self._request(t_s, Start(self.plan.motion))
 
     def _running_motion(self, t_s: float, elapsed: float, mode: Mode) -> list[Action]:
+        gantry = not self.plan.hold_balances
         if mode is Mode.TRACKING and not self._seen_tracking:
             self._seen_tracking = True
             self.tracking_started_s = t_s
-            self._log(t_s, "TRACKING: band released")
-            return [BandAction(BAND_RELEASE)]
+            self._log(t_s, "TRACKING: band released" if gantry else "TRACKING")
+            return [BandAction(BAND_RELEASE)] if gantry else []
         if self._seen_tracking and mode is Mode.HOLD:
             self.tracking_ended_s = t_s
-            self._next(t_s, Stage.HOLDING, "motion done (HOLD): band attached")
-            return [BandAction(BAND_ATTACH)]
+            self._next(t_s, Stage.HOLDING, "motion done (HOLD): band attached" if gantry else "motion done (HOLD)")
+            return [BandAction(BAND_ATTACH)] if gantry else []
         if elapsed > self.plan.motion_timeout_s:
             self._end(t_s, f"aborted: motion not finished after {self.plan.motion_timeout_s:g} s (mode {mode.name})")
         return []
@@ -233,12 +240,14 @@ def prepare_run(
         if not stand_up_s >= MIN_STAND_UP_S:
             raise ConfigError(None, "--stand-up-s", f"must be >= {MIN_STAND_UP_S:g} s", stand_up_s)
         config = dataclasses.replace(config, stand_up_duration_s=stand_up_s)
+    controller = Controller(robot, {spec.name: policy}, config)
     plan = SessionPlan(
         motion=spec.name,
         stand_up_timeout_s=config.stand_up_duration_s + STAGE_MARGIN_S,
         motion_timeout_s=spec.prepare_blend_s + spec.prepare_hold_s + spec.clip_duration_s + STAGE_MARGIN_S,
+        hold_balances=controller.hold_policy is not None,
     )
-    return RunSetup(robot, policy, load_clip(spec.clip_path), Controller(robot, {spec.name: policy}, config), plan)
+    return RunSetup(robot, policy, load_clip(spec.clip_path), controller, plan)
 
 
 def _existing(path: str | Path, option: str) -> Path:

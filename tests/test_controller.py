@@ -48,7 +48,8 @@ def robot() -> RobotModel:
 
 @pytest.fixture(scope="module")
 def config() -> ControllerConfig:
-    return load_controller_config()
+    """The shipped config with the PD hold (HOLD with the standing actor: tests/test_loco.py)."""
+    return dataclasses.replace(load_controller_config(), hold_policy=None)
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +134,7 @@ def assert_damping(out: StepOutput, config: ControllerConfig) -> None:
 
 
 def test_shipped_config(config: ControllerConfig) -> None:
+    assert load_controller_config().hold_policy == policies_dir() / "dec_loco_stand.yaml"
     assert config.stand_up_duration_s == 10.0
     np.testing.assert_array_equal(config.passive_kd, np.zeros(NUM_MOTORS))
     assert config.damping_kd.shape == (NUM_MOTORS,) and config.damping_kd[KNEE] == 8.0

@@ -120,7 +120,7 @@ def test_term_dim_must_fit_the_driven_joints(tmp_path):
     data["actor"]["input"]["dim"] = 386 + 24  # current term and its 4 history steps
     path = tmp_path / "dim.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ConfigError, match=r"dim\.yaml: observation\.terms\.dof_pos\.dim: must be 23 for 23 driven joints \(got 29\)"):
+    with pytest.raises(ConfigError, match=r"dim\.yaml: observation\.terms\.dof_pos\.dim: must be 23 for 23 driven, 23 observed and 0 reference joints \(got 29\)"):
         ObservationBuilder(load_policy_spec(path))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -21,17 +22,21 @@ PLAN = SessionPlan(motion="kick_level1", stand_up_timeout_s=5.0, motion_timeout_
 # --- the operator script (pure) ---------------------------------------------------------------
 
 
-def test_script_runs_the_whole_sequence():
-    script = OperatorScript(PLAN)
+@pytest.mark.parametrize("hold_balances", [True, False], ids=["standing actor", "PD hold"])
+def test_script_runs_the_whole_sequence(hold_balances: bool):
+    """The band comes off at the first HOLD for good, or (PD hold) only for the motion."""
+    script = OperatorScript(dataclasses.replace(PLAN, hold_balances=hold_balances))
+    release, attach = [BandAction(BAND_RELEASE)], [BandAction(BAND_ATTACH)]
+    at_first_hold, at_tracking, after_motion = (release, [], []) if hold_balances else ([], release, attach)
     assert script.poll(0.0, Mode.PASSIVE) == [Stand()]
     assert script.poll(0.1, Mode.STAND_UP) == []
-    assert script.poll(3.0, Mode.HOLD) == []  # stood up: settle
+    assert script.poll(3.0, Mode.HOLD) == at_first_hold  # stood up: settle
     assert script.poll(3.5, Mode.HOLD) == []
     assert script.poll(4.0, Mode.HOLD) == [Start("kick_level1")]
     assert script.poll(4.1, Mode.PREPARE) == []
-    assert script.poll(6.6, Mode.TRACKING) == [BandAction(BAND_RELEASE)]
+    assert script.poll(6.6, Mode.TRACKING) == at_tracking
     assert script.poll(8.0, Mode.TRACKING) == []
-    assert script.poll(10.0, Mode.HOLD) == [BandAction(BAND_ATTACH)]
+    assert script.poll(10.0, Mode.HOLD) == after_motion
     assert script.tracking_started_s == 6.6 and script.tracking_ended_s == 10.0
     assert script.poll(11.9, Mode.HOLD) == [] and not script.finished
     assert script.poll(12.0, Mode.HOLD) == []
@@ -92,6 +97,7 @@ def test_prepare_run_overrides_and_bad_inputs(assets, tmp_path):
     assert setup.policy.spec.clip_duration_s == pytest.approx(229 / 30)
     assert setup.controller.config.stand_up_duration_s == 3.0
     assert setup.plan.motion == "kick_level1" and setup.plan.stand_up_timeout_s > 3.0
+    assert setup.plan.hold_balances and setup.controller.hold_policy.spec.name == "dec_loco_stand"
     with pytest.raises(ConfigError, match="--onnx"):
         prepare_run("policies/kick_level1.yaml", onnx=tmp_path / "missing.onnx")
     with pytest.raises(ConfigError, match="--stand-up-s"):
