@@ -30,7 +30,8 @@ class Mode(enum.Enum):
     STAND_UP = "stand_up"
     """Interpolating from the measured pose to the default pose while the gains ramp up."""
     HOLD = "hold"
-    """PD to the default pose with deploy gains (ASAP runs its locomotion actor here)."""
+    """Standing: ASAP's standing actor balances the legs (``hold.policy`` in config/controller.yaml),
+    or, without one, PD to the default pose with deploy gains."""
     PREPARE = "prepare"
     """Blending to the motion's start pose, then holding it, before the actor takes over."""
     TRACKING = "tracking"

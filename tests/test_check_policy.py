@@ -24,6 +24,13 @@ def test_shipped_policies_pass(name, capsys):
     assert "action on the zero observation: min" in out
 
 
+def test_standing_actor_passes(capsys):
+    assert main(["check-policy", "dec_loco_stand"]) == 0
+    out = capsys.readouterr().out
+    assert "actor_obs [1, 500] -> action [1, 12] ok" in out and "total 500 = actor input 500" in out
+    assert "clip:    none (standing actor" in out
+
+
 def _spec(tmp_path, edit):
     data = yaml.safe_load((policies_dir() / "CR7_level1.yaml").read_text())
     edit(data)

@@ -41,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"sha256:  {spec.actor_sha256} ok")
     print(f"onnx:    {spec.input_name} [1, {spec.input_dim}] -> {spec.output_name} [1, {spec.output_dim}] ok")
     print(f"joints:  {len(spec.driven_joints)} driven: {', '.join(spec.driven_joints)}")
-    print(f"clip:    {spec.clip_path.name} ({spec.clip_duration_s:.3f} s; phase step {spec.control_dt} s)")
+    if spec.is_motion:
+        print(f"clip:    {spec.clip_path.name} ({spec.clip_duration_s:.3f} s; phase step {spec.control_dt} s)")
+    else:
+        print("clip:    none (standing actor: runs until the controller leaves HOLD)")
     print("observation layout:")
     scales = {t.name: t.scale for t in spec.terms}
     for block in spec.layout:
