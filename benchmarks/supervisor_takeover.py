@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from estop_latency import track_or_recover  # noqa: E402
 from ros_e2e import System, distribution_ms  # noqa: E402
 
 from asap_ros.dds import process_domain  # noqa: E402
@@ -39,6 +41,7 @@ def main() -> None:
     system = System(args.domain, logs)
     latencies: list[int] = []
     early_writes = 0
+    faults: list[str] = []
     try:
         system.start()
         released_at = 0
@@ -49,7 +52,8 @@ def main() -> None:
                     raise SystemExit(f"trial {trial}: supervisor reset refused")
                 released_at = time.time_ns() + 100_000_000  # samples already in flight at the reset
                 system.stand()
-            system.track()
+            while not track_or_recover(system, faults, args.trials):
+                pass
             time.sleep(random.uniform(0.2, 0.7))
             writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
             stopped_at = time.time_ns()
@@ -64,6 +68,7 @@ def main() -> None:
     finally:
         system.close()
     within = sum(v <= TARGET_MS * 1e6 for v in latencies)
+    print(f"motions lost to a safety fault before the kill (simulated robot in its band): {len(faults)}")
     print(f"kill -{args.signal} of asap_deploy -> first supervisor damping LowCmd: {distribution_ms(latencies)}")
     print(f"within {TARGET_MS:g} ms: {within}/{len(latencies)}; trials where the supervisor wrote while deploy "
           f"was alive: {early_writes}  (logs: {logs})")

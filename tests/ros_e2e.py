@@ -21,12 +21,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-ROS_ENV = {"FASTDDS_BUILTIN_TRANSPORTS": "UDPv4"}
-"""Fast DDS without shared memory: a participant killed with SIGKILL (as these tests do) can
-leave a peer's shared-memory port unusable, and that peer then hears nothing more."""
-DISCOVERY_SETTLE_S = 1.0
-"""After a new client finds its service: time for the server to match the client's response
-reader (before that, rmw_fastrtps can drop the first answer)."""
 TEST_DEPLOY_PARAMS = {
     "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
     "realtime_priority": 80,
@@ -117,7 +111,7 @@ def node_process(module: str, domain: int, params: dict[str, Any], log: Path) ->
     args = [sys.executable, "-m", f"asap_ros.ros.{module}", "--ros-args", "-p", f"dds_domain:={domain}"]
     for name, value in params.items():
         args += ["-p", f"{name}:={value}"]
-    env = {**os.environ, **ROS_ENV, "ROS_DOMAIN_ID": str(domain)}
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
     return subprocess.Popen(args, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log.open("w"),
                             stderr=subprocess.STDOUT)
 
@@ -131,7 +125,6 @@ class RosClient:
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import String
 
-        os.environ.update(ROS_ENV)  # read when the context's participant is created
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain)
         self.node = rclpy.create_node(f"e2e_client_{os.getpid()}", context=self.context)
@@ -155,15 +148,12 @@ class RosClient:
         return self.spin_until(lambda: self.latched.get("/asap_deploy/mode") == mode, timeout_s)
 
     def _trigger_client(self, service: str, timeout_s: float = 5.0) -> Any:
-        """A ready Trigger client; a new one first lets discovery finish both ways (the server
-        must know the client's response reader, or the first answer can be lost)."""
+        """A Trigger client (one per service, reused) whose service is available."""
         from std_srvs.srv import Trigger
 
         client = self._clients.get(service)
         if client is None:
             client = self._clients[service] = self.node.create_client(Trigger, service)
-            assert client.wait_for_service(timeout_sec=timeout_s), f"{service} not available"
-            self.spin_until(lambda: False, DISCOVERY_SETTLE_S)
         assert client.wait_for_service(timeout_sec=timeout_s), f"{service} not available"
         return client
 
@@ -270,9 +260,6 @@ class System:
         """Supervisor and deploy node first, then the simulator, then Stand at once."""
         self.start_supervisor()
         self.start_deploy()
-        for service in ("/asap_deploy/stand", "/asap_deploy/start", "/asap_deploy/estop", "/asap_deploy/reset",
-                        "/asap_supervisor/reset"):
-            self.ros._trigger_client(service)
         if self.sim is not None:
             self.sim.start()
         self.stand()

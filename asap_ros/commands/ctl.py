@@ -21,9 +21,6 @@ from asap_ros.errors import AsapError
 ACTIONS = ("stand", "start", "stop", "estop", "reset", "status")
 SUPERVISOR_WAIT_S = 2.0
 """How long ``reset`` and ``estop`` look for the supervisor (it is optional)."""
-DISCOVERY_SETTLE_S = 0.5
-"""After finding a service, before the first call (not for estop): time for the server to match
-this client's response reader; before that, rmw_fastrtps can drop the answer."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +62,7 @@ class OperatorClient:
         names = self.node.get_service_names_and_types()
         return sorted(name[len(prefix):] for name, _types in names if name.startswith(prefix))
 
-    def call(self, service: str, wait_s: float | None = None, settle_s: float = DISCOVERY_SETTLE_S) -> tuple[bool, str]:
+    def call(self, service: str, wait_s: float | None = None) -> tuple[bool, str]:
         """``(success, message)`` of one Trigger call; AsapError if unreachable or no answer."""
         import rclpy
         from std_srvs.srv import Trigger
@@ -73,9 +70,6 @@ class OperatorClient:
         client = self.find_client(service, self.timeout_s if wait_s is None else wait_s)
         if client is None:
             raise AsapError(f"service {service} not available within {self.timeout_s if wait_s is None else wait_s:g} s")
-        deadline = time.monotonic() + settle_s
-        while time.monotonic() < deadline:
-            rclpy.spin_once(self.node, timeout_sec=0.05)
         future = client.call_async(Trigger.Request())
         rclpy.spin_until_future_complete(self.node, future, timeout_sec=self.timeout_s)
         if not future.done():
@@ -182,7 +176,7 @@ def _estop(client: OperatorClient) -> int:
     answered = 0
     for name in (f"/{client.deploy}/estop", f"/{client.supervisor}/estop"):
         try:
-            _report(f"estop via {name}", client.call(name, wait_s=min(client.timeout_s, SUPERVISOR_WAIT_S), settle_s=0.0))
+            _report(f"estop via {name}", client.call(name, wait_s=min(client.timeout_s, SUPERVISOR_WAIT_S)))
             answered += 1
         except AsapError as exc:
             print(f"estop via {name}: {exc}")

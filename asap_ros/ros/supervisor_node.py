@@ -254,9 +254,12 @@ class SupervisorNode:
         self._wake.set()
 
     def _on_estop_service(self, _request: Any, response: Any) -> Any:
-        self.estop("~/estop service")
+        forwarded = self.estop("~/estop service")
+        target = self._deploy_estop.srv_name
         response.success = True
-        response.message = f"e-stop forwarded to {self._deploy_estop.srv_name}; supervisor {self.state}"
+        response.message = (f"e-stop forwarded to {target}" if forwarded else f"{target} not reachable") + (
+            f"; damping expected on rt/lowcmd within {self.params['estop_obey_ms']:g} ms, else the supervisor "
+            f"streams it (supervisor {self.state})")
         return response
 
     def _on_reset_service(self, _request: Any, response: Any) -> Any:
@@ -276,14 +279,17 @@ class SupervisorNode:
         response.success, response.message = True, "stopped streaming damping; watching again"
         return response
 
-    def estop(self, source: str) -> None:
-        """E-stop from any source: forward to the deploy node and expect damping on rt/lowcmd."""
+    def estop(self, source: str) -> bool:
+        """E-stop from any source: forward to the deploy node (True if it was reachable) and
+        expect damping on rt/lowcmd within ``estop_obey_ms``."""
         self.node.get_logger().warning(f"e-stop from {source}")
         with self._lock:
             self.watchdog.estop_requested(time.time_ns())
-        if self._deploy_estop.service_is_ready():
-            self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
         self._wake.set()
+        if not self._deploy_estop.service_is_ready():
+            return False
+        self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
+        return True
 
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:

@@ -1,4 +1,5 @@
-"""E-stop combo on the G1 wireless remote -> asap_supervisor -> asap_deploy damps.
+"""The supervisor's e-stop sources -> asap_deploy damps: wireless remote combo, the ``estop``
+topic, and ENTER on the supervisor's terminal.
 
 TEST DOUBLE: the simulator has no way yet to set ``LowState.wireless_remote``, so this test
 stands in for the G1 hardware (and its remote) with a static upright robot that publishes
@@ -7,6 +8,10 @@ CRC-valid LowStates on rt/lowstate; deploy and supervisor are the real processes
 
 from __future__ import annotations
 
+import os
+import pty
+import subprocess
+import sys
 import threading
 import time
 
@@ -14,7 +19,7 @@ import numpy as np
 import pytest
 
 from asap_ros.remote import RemoteState, encode_remote, parse_combo
-from ros_e2e import System
+from ros_e2e import ROOT, System
 
 
 class StaticG1WithRemote:
@@ -83,3 +88,38 @@ def test_estop_combo_on_the_remote_damps_the_robot(system):
     robot.buttons = frozenset()
     assert system.ros.latched["/asap_supervisor/state"] == "WATCHING"  # deploy obeyed: no takeover
     assert "wireless remote B+L2" in system.log("supervisor")
+
+
+def test_estop_topic_damps_the_robot(system):
+    system, _robot = system
+    system.reset_and_stand()
+    from std_msgs.msg import Empty
+
+    publisher = system.ros.node.create_publisher(Empty, "/estop", 10)
+    assert system.ros.spin_until(lambda: publisher.get_subscription_count() > 0, 10.0)
+    publisher.publish(Empty())
+    assert system.ros.wait_mode("DAMPING", 5.0)
+    assert "e-stop from estop topic" in system.log("supervisor")
+
+
+def test_enter_on_the_supervisor_terminal_damps_the_robot(system, tmp_path):
+    """A second supervisor on a pseudo-terminal (as an operator runs it with ros2 run)."""
+    system, _robot = system
+    system.reset_and_stand()
+    controller, terminal = pty.openpty()
+    env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
+    args = [sys.executable, "-m", "asap_ros.ros.supervisor_node", "--ros-args", "-r", "__node:=terminal_supervisor",
+            "-p", f"dds_domain:={system.domain}"]
+    process = subprocess.Popen(args, env=env, cwd=ROOT, stdin=terminal, stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    output = b""
+    try:
+        while b"press ENTER to e-stop" not in output:
+            output += os.read(controller, 4096)
+        time.sleep(1.0)  # discovery of /asap_deploy/estop
+        os.write(controller, b"\n")
+        assert system.ros.wait_mode("DAMPING", 10.0), output.decode(errors="replace")[-2000:]
+    finally:
+        process.terminate()
+        process.wait(10)
+        os.close(controller)
