@@ -4,9 +4,10 @@ The :class:`~asap_ros.control_loop.ControlLoop` runs on its own thread with the 
 ``rt/lowstate`` subscriber and ``rt/lowcmd`` writer; rclpy never calls into the control path.
 Off the control path (the loop's sink thread and rclpy timers) the node publishes
 ``joint_states``, ``imu``, ``~/mode`` and ``~/fault`` (latched), ``diagnostics`` (latched),
-``~/heartbeat`` (one per control step) and ``~/process`` (latched ``host:pid``), both watched
-by ``asap_supervisor``, ``~/policy_step`` and the
-full policy step on DDS (:mod:`asap_ros.dds_types`). Operator services (``std_srvs/Trigger``):
+``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.dds_types`), plus
+``~/heartbeat`` (one per control step) and ``~/process`` (latched ``host:pid``) for
+``asap_supervisor``. The stamp of the newest ``mocap/pose`` goes into each step record.
+Operator services (``std_srvs/Trigger``):
 ``~/stand``, ``~/stop``, ``~/estop``, ``~/reset``, ``~/start`` (the ``default_motion``
 parameter) and one ``~/start/<motion>`` per loaded policy.
 """
@@ -28,6 +29,7 @@ from asap_ros.paths import config_file, policies_dir
 from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
 
 NODE_NAME = "asap_deploy"
+MOCAP_TOPIC = "mocap/pose"
 SHUTDOWN_DAMPING_S = 0.1
 """On a clean shutdown the node e-stops and lets the loop send damping this long before stopping."""
 _ROS_NAME_TOKEN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -77,6 +79,7 @@ class DeployNode:
     """Wires the control loop to unitree DDS and to the ROS interface of one rclpy node."""
 
     def __init__(self, node: Any):
+        from geometry_msgs.msg import PoseStamped
         from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
         from std_msgs.msg import Float32MultiArray, String, UInt64
 
@@ -120,6 +123,7 @@ class DeployNode:
         self._state_publisher = StatePublisher(node, self.loop, self.robot.joint_names)
         self._diagnostics = DiagnosticsPublisher(node, self.loop, self.robot.joint_names, config.safety)
         self._create_services(policies)
+        node.create_subscription(PoseStamped, MOCAP_TOPIC, self._on_mocap, qos_profile_sensor_data)
         self.loop.add_sink(self._on_step)
         self._timers = {
             "state_publish_rate_hz": node.create_timer(1.0 / p["state_publish_rate_hz"], self._state_publisher.publish),
@@ -186,6 +190,9 @@ class DeployNode:
         for name, timer in self._timers.items():
             if name in changed:
                 timer.timer_period_ns = int(1e9 / changed[name])
+
+    def _on_mocap(self, msg: Any) -> None:
+        self.loop.mocap_stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
     # --- sink thread -------------------------------------------------------------------------
     def _on_step(self, record: Any) -> None:
