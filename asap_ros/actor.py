@@ -17,7 +17,8 @@ class OnnxActor:
     """ONNX Runtime session (one intra-op thread, sequential) mapping obs [D] -> action [A].
 
     Input/output names, element type and shapes must match the spec; a mismatch is a
-    :class:`ConfigError` naming the spec file, the key and both values.
+    :class:`ConfigError` naming the spec file, the key and both values. Each call runs through
+    an I/O binding to buffers allocated once, so one thread at a time may call an actor.
     """
 
     def __init__(self, path: str | Path, spec: PolicySpec):
@@ -34,8 +35,13 @@ class OnnxActor:
             raise ConfigError(spec.source, "actor.file", f"not a loadable ONNX model: {exc}", str(self.path)) from exc
         self._check_io("input", self.session.get_inputs(), spec.input_name, spec.input_dim)
         self._check_io("output", self.session.get_outputs(), spec.output_name, spec.output_dim)
-        self._input_feed: dict[str, np.ndarray] = {}
-        self._outputs = [spec.output_name]
+        self._input = np.zeros((1, spec.input_dim), dtype=np.float32)
+        self._output = np.zeros((1, spec.output_dim), dtype=np.float32)
+        self._binding = self.session.io_binding()
+        self._binding.bind_cpu_input(spec.input_name, self._input)
+        self._binding.bind_output(
+            spec.output_name, "cpu", 0, np.float32, list(self._output.shape), self._output.ctypes.data
+        )
 
     def _check_io(self, kind: str, args: list, name: str, dim: int) -> None:
         actual = [a.name for a in args]
@@ -53,5 +59,6 @@ class OnnxActor:
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """Action for one float32 observation of the spec's input dim (returns a new [A] array)."""
-        self._input_feed[self.spec.input_name] = obs.reshape(1, -1)
-        return self.session.run(self._outputs, self._input_feed)[0][0]
+        np.copyto(self._input, obs.reshape(1, -1), casting="no")  # float32 only, as the model takes
+        self.session.run_with_iobinding(self._binding)
+        return self._output[0].copy()

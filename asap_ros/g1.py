@@ -6,7 +6,9 @@ is the SDK's (``unitree_sdk2py.utils.crc.CRC``): the message is laid out as the 
 ``crc`` word) and fed most significant bit first through CRC-32 polynomial 0x04C11DB7,
 initial value 0xFFFFFFFF, no reflection, no final XOR. That equals ``zlib.crc32`` over the
 same words bit-reversed, complemented and bit-reversed back, which runs in C here instead of
-the SDK's per-word Python loop (equality with the SDK is tested).
+the SDK's per-word Python loop (equality with the SDK is tested). Decoding reads the raw
+sample's C bytes directly (two gathers, no structured-field access), encoding writes the
+command into preallocated C bytes: both sit on the control path.
 
 The C layouts are numpy structured dtypes (``LOWCMD_LAYOUT``, ``LOWSTATE_LAYOUT``). On the
 wire (XCDR1) the same bytes appear except around the first motor slot, where CDR packs
@@ -17,6 +19,7 @@ the two so the simulator can write and read raw DDS samples without the slow Pyt
 
 from __future__ import annotations
 
+import array
 import struct
 import sys
 import zlib
@@ -92,23 +95,22 @@ _LOWSTATE_STRUCT = struct.Struct("<2I2B2xI" + "13fh2x" + "B3x4f2hf7I" * NUM_SLOT
 assert _LOWCMD_STRUCT.size == LOWCMD_LAYOUT.itemsize == 1004
 assert _LOWSTATE_STRUCT.size == LOWSTATE_LAYOUT.itemsize == 2092
 
-_BITREV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint16)
-_BITREV16 = (_BITREV8[np.arange(1 << 16) & 0xFF] << 8) | _BITREV8[np.arange(1 << 16) >> 8]
-_BITREV16_LIST = _BITREV16.tolist()
-assert sys.byteorder == "little", "the hg CRC helpers assume a little-endian host"
+_BITREV8 = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))
+"""``bytes.translate`` table reversing the bits of every byte."""
+assert sys.byteorder == "little" and array.array("I").itemsize == 4, "the hg CRC needs 32-bit little-endian words"
 
 
 def _bitrev32(value: int) -> int:
-    return _BITREV16_LIST[value & 0xFFFF] << 16 | _BITREV16_LIST[value >> 16]
+    return int.from_bytes(value.to_bytes(4, "little").translate(_BITREV8), "big")
 
 
-def hg_crc32(c_bytes: np.ndarray | bytes) -> int:
+def hg_crc32(c_bytes: np.ndarray | bytes | bytearray) -> int:
     """The SDK's CRC of one C-layout message: over every 32-bit word except the last (``crc``)."""
-    data = np.frombuffer(c_bytes, dtype=np.uint8) if isinstance(c_bytes, (bytes, bytearray)) else c_bytes
-    high_half_first = data[:-4].view("<u2").reshape(-1, 2)[:, ::-1]
-    # bit-reversed words fed to the reflected zlib CRC == the SDK's MSB-first CRC, reflected
-    reflected = zlib.crc32(_BITREV16.take(high_half_first)) ^ 0xFFFFFFFF
-    return _bitrev32(reflected)
+    data = c_bytes if isinstance(c_bytes, (bytes, bytearray)) else np.asarray(c_bytes, dtype=np.uint8).tobytes()
+    # a word MSB first == its bytes last to first, each bit-reversed, fed to the reflected zlib CRC
+    words = array.array("I", data.translate(_BITREV8))
+    words.byteswap()
+    return _bitrev32(zlib.crc32(memoryview(words)[:-1]) ^ 0xFFFFFFFF)
 
 
 def _record_bytes(record: np.ndarray) -> np.ndarray:
@@ -129,25 +131,33 @@ class WireLayout:
         self.layout = layout
         self._slots = layout.fields[slots_field][1]
         self._preceding_end = preceding_end
+        self._gap = bytes(self._slots - preceding_end - 1)
         self.cdr_size = len(self.CDR_HEADER) + layout.itemsize - 4
 
     def to_cdr(self, record: np.ndarray) -> bytes:
         """XCDR1 sample (with encapsulation header) of a C-layout record."""
-        c = _record_bytes(record).tobytes()
+        c = memoryview(_record_bytes(record))
         p, s = self._preceding_end, self._slots
-        return b"".join((self.CDR_HEADER, c[:p], c[s : s + 1], bytes(s - p - 1), c[s + 4 :]))
+        return b"".join((self.CDR_HEADER, c[:p], c[s : s + 1], self._gap, c[s + 4 :]))
 
-    def from_cdr(self, payload: bytes) -> np.ndarray:
-        """C-layout record of an XCDR1 sample; wrong size or encoding raises ``ValueError``."""
+    def c_bytes(self, payload: bytes) -> bytearray:
+        """C-layout bytes (zero padding) of an XCDR1 sample; wrong size or encoding raises ``ValueError``."""
         if len(payload) != self.cdr_size:
             raise ValueError(f"payload is {len(payload)} bytes, expected {self.cdr_size}")
         if payload[:4] != self.CDR_HEADER:
-            raise ValueError(f"unsupported encapsulation header {payload[:4].hex()}")
-        body = payload[4:]
+            raise ValueError(f"unsupported encapsulation header {bytes(payload[:4]).hex()}")
+        body = memoryview(payload)[4:]
         p, s = self._preceding_end, self._slots
-        c = b"".join((body[:p], bytes(s - p), body[p : p + 1], bytes(3), body[s:]))
-        # bytearray: writable. Never .copy() a record: numpy does not copy the padding bytes.
-        return np.frombuffer(bytearray(c), dtype=self.layout).reshape(())
+        c = bytearray(self.layout.itemsize)
+        c[:p] = body[:p]
+        c[s] = body[p]
+        c[s + 4 :] = body[s:]
+        return c
+
+    def from_cdr(self, payload: bytes) -> np.ndarray:
+        """C-layout record of an XCDR1 sample (writable, its own memory); see :meth:`c_bytes`."""
+        # Never .copy() a record: numpy does not copy the padding bytes.
+        return np.frombuffer(self.c_bytes(payload), dtype=self.layout).reshape(())
 
 
 LOWCMD_WIRE = WireLayout(LOWCMD_LAYOUT, "motor_cmd", preceding_end=2)
@@ -213,24 +223,81 @@ def lowstate_crc_ok(msg) -> bool:
 # --- decode -------------------------------------------------------------------------------
 
 
+def _offset(layout: np.dtype, path: str) -> int:
+    """Byte offset of a nested field (``"imu_state.gyroscope"``) in a structured layout."""
+    offset = 0
+    for name in path.split("."):
+        layout, field_offset = layout.fields[name][:2]
+        offset += field_offset
+    return offset
+
+
+_U32 = struct.Struct("<I")
+
+
+class _LowStateReader:
+    """Reads a :class:`RobotState` from the bytes of a C-layout LowState (CRC checked here).
+
+    Every float32 value the state needs comes out in one gather and each motor's two
+    temperature sensors in another; the state's arrays are views of one float64 array
+    allocated per call (the state owns it).
+    """
+
+    def __init__(self) -> None:
+        motors = LOWSTATE_LAYOUT.fields["motor_state"][1] + _MOTOR_STATE.itemsize * np.arange(NUM_MOTORS)
+
+        def imu(name: str, count: int) -> np.ndarray:
+            return _offset(LOWSTATE_LAYOUT, f"imu_state.{name}") + 4 * np.arange(count)
+
+        floats = [  # RobotState fields in the order of __call__
+            motors + _MOTOR_STATE.fields["q"][1],
+            motors + _MOTOR_STATE.fields["dq"][1],
+            motors + _MOTOR_STATE.fields["tau_est"][1],
+            imu("quaternion", 4),
+            imu("gyroscope", 3),
+            imu("accelerometer", 3),
+        ]
+        self._float_words = np.concatenate(floats) // 4
+        temperature = motors + _MOTOR_STATE.fields["temperature"][1]
+        self._temperature_halves = np.stack([temperature, temperature + 2]) // 2  # [2, 29] int16 indices
+        bounds = np.cumsum([0, *map(len, floats), NUM_MOTORS]).tolist()
+        self._parts = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
+        self._size = bounds[-1]
+        self._temperature = self._parts[-1]
+        self._tick_at = _offset(LOWSTATE_LAYOUT, "tick")
+        self._mode_machine_at = _offset(LOWSTATE_LAYOUT, "mode_machine")
+        self._crc_at = _offset(LOWSTATE_LAYOUT, "crc")
+        remote = _offset(LOWSTATE_LAYOUT, "wireless_remote")
+        self._remote = slice(remote, remote + LOWSTATE_LAYOUT.fields["wireless_remote"][0].itemsize)
+
+    def __call__(self, c: bytes | bytearray, stamp_ns: int) -> RobotState:
+        values = np.empty(self._size)
+        values[: self._temperature.start] = np.frombuffer(c, dtype="<f4").take(self._float_words)
+        halves = np.frombuffer(c, dtype="<i2").take(self._temperature_halves)
+        np.maximum(halves[0], halves[1], out=values[self._temperature])
+        q, dq, tau_est, quat_wxyz, gyro, acc, temperature = [values[part] for part in self._parts]
+        return RobotState(
+            stamp_ns=stamp_ns,
+            tick=_U32.unpack_from(c, self._tick_at)[0],
+            mode_machine=c[self._mode_machine_at],
+            q=q,
+            dq=dq,
+            tau_est=tau_est,
+            temperature=temperature,
+            quat_wxyz=quat_wxyz,
+            gyro=gyro,
+            acc=acc,
+            crc_ok=_U32.unpack_from(c, self._crc_at)[0] == hg_crc32(c),
+            wireless_remote=bytes(c[self._remote]),
+        )
+
+
+_read_lowstate = _LowStateReader()
+
+
 def state_from_record(record: np.ndarray, stamp_ns: int) -> RobotState:
     """:class:`RobotState` of a C-layout LowState record (CRC checked here)."""
-    motors = record["motor_state"][:NUM_MOTORS]
-    imu = record["imu_state"]
-    return RobotState(
-        stamp_ns=stamp_ns,
-        tick=int(record["tick"]),
-        mode_machine=int(record["mode_machine"]),
-        q=motors["q"].astype(np.float64),
-        dq=motors["dq"].astype(np.float64),
-        tau_est=motors["tau_est"].astype(np.float64),
-        temperature=motors["temperature"].max(axis=1).astype(np.float64),
-        quat_wxyz=imu["quaternion"].astype(np.float64),
-        gyro=imu["gyroscope"].astype(np.float64),
-        acc=imu["accelerometer"].astype(np.float64),
-        crc_ok=int(record["crc"]) == record_crc(record),
-        wireless_remote=record["wireless_remote"].tobytes(),
-    )
+    return _read_lowstate(_record_bytes(record).tobytes(), stamp_ns)
 
 
 def decode_lowstate(msg, stamp_ns: int) -> RobotState:
@@ -244,10 +311,16 @@ def decode_lowstate(msg, stamp_ns: int) -> RobotState:
 def decode_lowstate_cdr(payload: bytes, stamp_ns: int) -> RobotState:
     """:func:`decode_lowstate` of a raw sample (:class:`asap_ros.dds.RawReader`), skipping the SDK's
     ~0.5 ms Python deserialiser; a wrong size or encoding raises ``ValueError``."""
-    return state_from_record(LOWSTATE_WIRE.from_cdr(payload), stamp_ns)
+    return _read_lowstate(LOWSTATE_WIRE.c_bytes(payload), stamp_ns)
 
 
 # --- encode -------------------------------------------------------------------------------
+
+
+_FLOAT32_ROUNDS_TO_INF = 2.0**128 - 2.0**103
+"""Smallest float64 magnitude that rounds to an infinite float32 (halfway past the largest finite)."""
+_LOWCMD_MODE_MACHINE_AT = _offset(LOWCMD_LAYOUT, "mode_machine")
+_LOWCMD_CRC_AT = _offset(LOWCMD_LAYOUT, "crc")
 
 
 class LowCmdEncoder:
@@ -259,42 +332,46 @@ class LowCmdEncoder:
     """
 
     _FLOAT_FIELDS = ("q", "dq", "tau", "kp", "kd")
+    _float_fields = attrgetter(*_FLOAT_FIELDS)
 
     def __init__(self) -> None:
         from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowCmd_
 
         self.msg = unitree_hg_msg_dds__LowCmd_()
-        self._record = np.zeros((), dtype=LOWCMD_LAYOUT)
-        self._driven = self._record["motor_cmd"][:NUM_MOTORS]
-        # the driven slots as float32 words [mode+pad, q, dq, tau, kp, kd, reserve] (a view)
-        start = LOWCMD_LAYOUT.fields["motor_cmd"][1]
-        words = _record_bytes(self._record)[start : start + NUM_MOTORS * _MOTOR_CMD.itemsize].view("<f4")
-        self._floats = words.reshape(NUM_MOTORS, -1)[:, 1:6]
+        self._c = bytearray(LOWCMD_LAYOUT.itemsize)  # mode_pr and slots 29-34 stay 0
+        self._record = np.frombuffer(self._c, dtype=LOWCMD_LAYOUT).reshape(())
+        record = np.frombuffer(self._c, dtype=np.uint8)
+        start, slot = LOWCMD_LAYOUT.fields["motor_cmd"][1], _MOTOR_CMD.itemsize
+        driven = record[start : start + NUM_MOTORS * slot]
+        # views of the driven slots: mode bytes, and float32 words [mode+pad, q, dq, tau, kp, kd, reserve]
+        self._modes = driven[::slot]
+        self._floats = driven.view("<f4").reshape(NUM_MOTORS, -1)[:, 1:6]
+        self._values = np.empty((len(self._FLOAT_FIELDS), NUM_MOTORS))  # float64, one row per field
+        self._flat_values = self._values.reshape(-1)
+        self._magnitudes = np.empty_like(self._values)
         self._motor_msgs = self.msg.motor_cmd[:NUM_MOTORS]
 
     def _fill(self, cmd: JointCommand, mode_machine: int) -> int:
         """Write ``cmd`` into the C-layout record; returns its CRC (also stored in the record)."""
         if not 0 <= mode_machine <= 255:
             raise ValueError(f"mode_machine must be 0..255 (from LowState), got {mode_machine!r}")
-        driven = self._driven
-        with np.errstate(over="ignore", invalid="ignore"):  # checked below, on the float32 values
-            for name in self._FLOAT_FIELDS:
-                driven[name] = getattr(cmd, name)
-        if not np.isfinite(self._floats).all():
-            motor, column = np.argwhere(~np.isfinite(self._floats))[0]
+        values = self._values
+        np.concatenate(self._float_fields(cmd), out=self._flat_values)
+        if not np.abs(values, out=self._magnitudes).max() < _FLOAT32_ROUNDS_TO_INF:
+            motor, column = np.argwhere(~(np.abs(values.T) < _FLOAT32_ROUNDS_TO_INF))[0]
             name = self._FLOAT_FIELDS[column]
             raise ValueError(f"JointCommand.{name}[{motor}] is not a finite float32: {getattr(cmd, name)[motor]!r}")
-        driven["mode"] = cmd.enabled  # True -> MOTOR_ENABLED, False -> MOTOR_OFF
-        self._record["mode_pr"] = 0
-        self._record["mode_machine"] = mode_machine
-        crc = record_crc(self._record)
-        self._record["crc"] = crc
+        np.copyto(self._floats, values.T)  # every value in float32 range: no overflow
+        self._modes[:] = cmd.enabled  # True -> MOTOR_ENABLED, False -> MOTOR_OFF
+        self._c[_LOWCMD_MODE_MACHINE_AT] = mode_machine
+        crc = hg_crc32(self._c)
+        _U32.pack_into(self._c, _LOWCMD_CRC_AT, crc)
         return crc
 
     def encode(self, cmd: JointCommand, mode_machine: int):
         """The LowCmd_ for ``cmd``; a non-finite value or a bad ``mode_machine`` raises ``ValueError``."""
         crc = self._fill(cmd, mode_machine)
-        modes = self._driven["mode"].tolist()
+        modes = self._modes.tolist()
         for motor, mode, (q, dq, tau, kp, kd) in zip(self._motor_msgs, modes, self._floats.tolist()):
             motor.mode, motor.q, motor.dq, motor.tau, motor.kp, motor.kd = mode, q, dq, tau, kp, kd
         msg = self.msg

@@ -98,7 +98,7 @@ def _dof_vel(inputs: StepInputs, out: np.ndarray) -> None:
 
 def _projected_gravity(inputs: StepInputs, out: np.ndarray) -> None:
     """World gravity direction (0, 0, -1) in the body frame: R(q)^T g, q = (w, x, y, z)."""
-    w, x, y, z = inputs.state.quat_wxyz
+    w, x, y, z = inputs.state.quat_wxyz.tolist()
     out[0] = 2.0 * (w * y - x * z)
     out[1] = -2.0 * (w * x + y * z)
     out[2] = 1.0 - 2.0 * (w * w + z * z)
@@ -156,8 +156,9 @@ class ObservationBuilder:
 
     Raw term values are written into a float64 vector laid out like the observation and scaled
     into the float32 observation in one operation (float64 product rounded once, as in
-    training). The history is a ``[length, H]`` float32 table of scaled values (row 0 newest),
-    gathered into its block in one operation and shifted by one row per step.
+    training). The history is a ring of ``length`` rows of scaled float32 values: gathered
+    into its block in one operation (an index per position of the newest row), then this
+    step's row overwrites the oldest.
     """
 
     def __init__(self, spec: PolicySpec):
@@ -182,8 +183,10 @@ class ObservationBuilder:
             [np.arange(layout[n].offset, layout[n].offset + layout[n].dim) for n in history.terms]
         )
         self._history = np.zeros((history.length, self._row_sources.size), dtype=np.float32)
+        self._next_row = 0
+        """Row the next push overwrites: the oldest step's."""
         self._history_in_obs = self.obs[layout[history.name].offset : layout[history.name].offset + spec.history_dim]
-        self._history_gather = self._gather_index(spec)
+        self._history_gathers = [self._gather_index(spec, next_row) for next_row in range(history.length)]
 
     @staticmethod
     def _check_terms(spec: PolicySpec) -> None:
@@ -202,15 +205,17 @@ class ObservationBuilder:
                 )
                 raise ConfigError(spec.source, f"{key}.dim", problem, term.dim)
 
-    def _gather_index(self, spec: PolicySpec) -> np.ndarray:
-        """Flat indices into the history table giving the block's order: per term, per step."""
+    def _gather_index(self, spec: PolicySpec, next_row: int) -> np.ndarray:
+        """Flat indices into the history ring giving the block's order (per term, per step) while
+        ``next_row`` holds the oldest step."""
         history = spec.history
-        steps = range(history.length) if history.newest_first else range(history.length - 1, -1, -1)
+        ages = range(history.length) if history.newest_first else range(history.length - 1, -1, -1)
         width, column, index = self._history.shape[1], 0, []
         for name in history.terms:
             dim = spec.term(name).dim
-            for step in steps:
-                index.extend(step * width + column + d for d in range(dim))
+            for age in ages:  # age 0: the previous step
+                row = (next_row - 1 - age) % history.length
+                index.extend(row * width + column + d for d in range(dim))
             column += dim
         return np.array(index, dtype=np.int64)
 
@@ -218,6 +223,7 @@ class ObservationBuilder:
         """Forget the history (all zeros), as after an environment reset in training."""
         if self._history is not None:
             self._history[:] = 0.0
+            self._next_row = 0
 
     def build(
         self, state: RobotState, last_action: np.ndarray, phase: float, reference: np.ndarray | None = None
@@ -238,7 +244,8 @@ class ObservationBuilder:
             write(inputs, out)
         np.multiply(self._raw, self._scale, out=self.obs)
         if self._history is not None:
-            self._history.take(self._history_gather, out=self._history_in_obs)
-            self._history[1:] = self._history[:-1]
-            self.obs.take(self._row_sources, out=self._history[0])
+            row = self._next_row
+            self._history.take(self._history_gathers[row], out=self._history_in_obs)
+            self.obs.take(self._row_sources, out=self._history[row])
+            self._next_row = (row + 1) % len(self._history)
         return self.obs

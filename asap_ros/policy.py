@@ -59,6 +59,7 @@ class PolicyRunner:
         self._default_driven = spec.default_q[spec.driven_indices]
         self._action_scale = np.float64(spec.action_scale)  # scale in float64, like ASAP
         self._last_action = np.zeros(len(spec.driven_joints), dtype=np.float32)
+        self._driven_targets = np.zeros(len(spec.driven_joints))
         self._tick = 0
 
     @classmethod
@@ -98,8 +99,11 @@ class PolicyRunner:
         action = self._last_action
         np.minimum(self.actor(obs), self.spec.action_clip, out=action)  # np.clip is slower
         np.maximum(action, -self.spec.action_clip, out=action)
+        driven = self._driven_targets
+        np.multiply(action, self._action_scale, out=driven)
+        np.add(driven, self._default_driven, out=driven)
         q_target = np.array(hold, dtype=np.float64)
-        q_target[self._driven] = self._action_scale * action + self._default_driven
+        q_target[self._driven] = driven
         np.minimum(q_target, self.robot.q_upper, out=q_target)
         np.maximum(q_target, self.robot.q_lower, out=q_target)
         self._tick += 1
