@@ -48,6 +48,34 @@ def test_estop_service_while_tracking_sends_damping_at_once(system):
     print(f"\ne-stop service -> first damping LowCmd: {distribution_ms(latencies)}")
 
 
+def test_estop_combo_on_the_simulated_remote_damps_the_robot(system):
+    """L2 alone does nothing; L2+B on the simulated G1's wireless remote (LowState bytes 2-3)
+    reaches the supervisor, which e-stops asap_deploy."""
+    from asap_ros.remote import RemoteState, encode_remote, parse_combo
+    from asap_ros.sim.dds_types import REMOTE_BUTTONS
+
+    def press(buttons: frozenset[str]) -> None:
+        raw = encode_remote(RemoteState(buttons))
+        system.sim.request(REMOTE_BUTTONS, raw[2] | raw[3] << 8)
+
+    system.track()
+    press(frozenset({"L2"}))
+    time.sleep(0.3)
+    system.ros.spin_until(lambda: False, 0.1)
+    assert system.ros.latched["/asap_deploy/mode"] == "TRACKING"
+    pressed = time.time_ns()
+    press(parse_combo("L2+B"))
+    try:
+        damping = system.lowcmd.wait_for(lambda s: s.damping, pressed, 5.0)
+        assert damping is not None, "no damping LowCmd after the remote e-stop"
+        print(f"\nsimulated remote L2+B -> first damping LowCmd: {(damping.stamp_ns - pressed) / 1e6:.1f} ms")
+        assert system.ros.wait_mode("DAMPING", 5.0)
+        assert "wireless remote B+L2" in system.log("supervisor")
+    finally:
+        press(frozenset())
+    system.reset_and_stand()
+
+
 def test_start_while_damping_is_refused_and_state_unchanged(system):
     ok, message = system.ros.trigger("/asap_deploy/estop")
     assert ok and system.ros.wait_mode("DAMPING", 5.0)

@@ -1,7 +1,8 @@
 """Simulator-only DDS topics (cyclonedds IDL structs): ground truth out, control in.
 
 ``rt/asap_sim/ground_truth``: one :class:`GroundTruth_` per published LowState (same tick).
-``rt/asap_sim/control``: :class:`SimControl_` requests (band lower/raise/release/attach).
+``rt/asap_sim/control``: :class:`SimControl_` requests (band lower/raise/release/attach,
+wireless-remote buttons).
 """
 
 
@@ -20,7 +21,10 @@ BAND_RAISE = "band_raise"
 """Shorten the band by ``value`` metres (0: the configured step)."""
 BAND_RELEASE = "band_release"
 BAND_ATTACH = "band_attach"
-CONTROL_ACTIONS = (BAND_LOWER, BAND_RAISE, BAND_RELEASE, BAND_ATTACH)
+REMOTE_BUTTONS = "remote_buttons"
+"""Press exactly these wireless-remote buttons: ``value`` is the 16-bit button field of
+``LowState.wireless_remote`` (bytes 2-3, see :mod:`asap_ros.remote`); 0 releases them all."""
+CONTROL_ACTIONS = (BAND_LOWER, BAND_RAISE, BAND_RELEASE, BAND_ATTACH, REMOTE_BUTTONS)
 
 
 @dataclass

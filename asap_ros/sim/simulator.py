@@ -42,6 +42,7 @@ from asap_ros.sim.dds_types import (
     BAND_LOWER,
     BAND_RAISE,
     BAND_RELEASE,
+    REMOTE_BUTTONS,
     CONTROL_ACTIONS,
     CONTROL_TOPIC,
     GROUND_TRUTH_TOPIC,
@@ -162,10 +163,13 @@ class Simulator:
 
     # --- control --------------------------------------------------------------------------
     def request(self, action: str, value: float = 0.0) -> None:
-        """Queue a band action (see :mod:`asap_ros.sim.dds_types`) for the physics thread."""
+        """Queue a band or remote action (see :mod:`asap_ros.sim.dds_types`) for the physics thread."""
         if action not in CONTROL_ACTIONS:
             raise AsapError(f"unknown simulator action {action!r} (known: {', '.join(CONTROL_ACTIONS)})")
-        if not math.isfinite(value) or value < 0:
+        if action == REMOTE_BUTTONS:
+            if value not in range(1 << 16):
+                raise AsapError(f"simulator action {action}: value must be a 16-bit button field, got {value!r}")
+        elif not math.isfinite(value) or value < 0:
             raise AsapError(f"simulator action {action}: value must be a finite length >= 0 m, got {value!r}")
         self._requests.append((action, value))
 
@@ -193,6 +197,8 @@ class Simulator:
                 band.enabled = False
             elif action == BAND_ATTACH:
                 band.enabled = True
+            elif action == REMOTE_BUTTONS:
+                self.lowstate.record["wireless_remote"][2:4] = (int(value) & 0xFF, int(value) >> 8)
             self.controls_applied += 1
 
     # --- physics thread -------------------------------------------------------------------
