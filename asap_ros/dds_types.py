@@ -11,6 +11,7 @@ Both are final structs serialised as XCDR1, byte for byte the ROS 2 CDR of
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import cyclonedds.idl.annotations as annotate
 import cyclonedds.idl.types as types
@@ -23,6 +24,9 @@ from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
 from asap_ros.state import NUM_MOTORS
+
+if TYPE_CHECKING:
+    from asap_ros.control_loop import StepRecord
 
 POLICY_STEP_TOPIC = "rt/asap/policy_step"
 TRANSITION_TOPIC = "rt/asap/transition"
@@ -100,6 +104,8 @@ class PolicyStepPublisher:
         qos = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)), Policy.History.KeepLast(WRITER_HISTORY))
         self._steps = DataWriter(participant, Topic(participant, POLICY_STEP_TOPIC, PolicyStep_), qos)
         self._transitions = DataWriter(participant, Topic(participant, TRANSITION_TOPIC, ModeTransition_), qos)
+        self.episode = 0
+        """Motion runs published so far by :meth:`publish_record`."""
 
     def publish_step(
         self,
@@ -148,6 +154,30 @@ class PolicyStepPublisher:
         self._transitions.write(
             ModeTransition_(stamp_ns=int(stamp_ns), from_mode=from_mode, to_mode=to_mode, reason=reason, motion=motion)
         )
+
+    def publish_record(self, record: "StepRecord", motion: str) -> None:
+        """Write one control-loop step, preceded by its mode transition when it has one.
+
+        ``motion`` is the controller's active motion ('' for none). :attr:`episode` counts the
+        transitions into TRACKING, so every step of one motion run carries the same number.
+        """
+        out, policy = record.output, record.output.policy
+        if out.transition is not None:
+            t = out.transition
+            self.publish_transition(
+                stamp_ns=t.stamp_ns, from_mode=t.from_mode.name, to_mode=t.to_mode.name, reason=t.reason, motion=motion
+            )
+            self.episode += t.to_mode.name == "TRACKING"
+        tracking = policy is not None
+        self.publish_step(
+            stamp_ns=record.stamp_ns, control_tick=record.control_tick, mode=out.mode.name,
+            motion=motion if tracking else "", episode=self.episode,
+            motion_tick=policy.tick if tracking else -1, phase=policy.phase if tracking else 0.0,
+            lowstate_tick=record.lowstate_tick, lowstate_stamp_ns=record.lowstate_stamp_ns,
+            mocap_stamp_ns=record.mocap_stamp_ns, obs=policy.obs if tracking else (),
+            raw_action=policy.raw_action if tracking else (), q_target=out.command.q,
+            compute_ns=record.compute_ns, latency_ns=record.latency_ns, late=record.late,
+        )  # fmt: skip
 
     def matched_readers(self) -> int:
         """Readers currently matched on ``rt/asap/policy_step`` (e.g. a running recorder)."""

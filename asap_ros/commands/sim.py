@@ -165,40 +165,6 @@ def _start_recorder(directory: Path, domain: int, out_dir: Path) -> subprocess.P
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
 
 
-class StepPublisherSink:
-    """Publishes every control step (and mode change) on ``rt/asap/*`` for ``asap_recorder``,
-    the same samples ``asap_deploy`` publishes (sink thread, never the control thread)."""
-
-    def __init__(self, controller) -> None:
-        from asap_ros.dds_types import PolicyStepPublisher
-
-        self._publisher = PolicyStepPublisher()
-        self._controller = controller
-        self._episode = 0
-
-    def __call__(self, record) -> None:
-        out, policy = record.output, record.output.policy
-        motion = self._controller.motion or ""
-        if out.transition is not None:
-            t = out.transition
-            self._publisher.publish_transition(
-                stamp_ns=t.stamp_ns, from_mode=t.from_mode.name, to_mode=t.to_mode.name, reason=t.reason, motion=motion
-            )
-            self._episode += t.to_mode.name == "TRACKING"
-        self._publisher.publish_step(
-            stamp_ns=record.stamp_ns, control_tick=record.control_tick, mode=out.mode.name,
-            motion=motion if policy is not None else "", episode=self._episode,
-            motion_tick=policy.tick if policy is not None else -1, phase=policy.phase if policy is not None else 0.0,
-            lowstate_tick=record.lowstate_tick, lowstate_stamp_ns=record.lowstate_stamp_ns,
-            mocap_stamp_ns=record.mocap_stamp_ns, obs=policy.obs if policy is not None else (),
-            raw_action=policy.raw_action if policy is not None else (), q_target=out.command.q,
-            compute_ns=record.compute_ns, latency_ns=record.latency_ns, late=record.late,
-        )  # fmt: skip
-
-    def close(self) -> None:
-        self._publisher.close()
-
-
 def _stop(process: subprocess.Popen) -> None:
     """SIGINT (clean exit, statistics written), then SIGKILL if it does not exit in time."""
     if process.poll() is None:
@@ -259,9 +225,12 @@ class RealTimeRun:
         ]
         self.loop.add_sink(self._trace_step)
         if recording:
-            publisher = StepPublisherSink(self.setup.controller)
+            from asap_ros.dds_types import PolicyStepPublisher
+
+            publisher = PolicyStepPublisher()  # the same samples asap_deploy publishes, for asap_recorder
             self._closers.append(publisher)
-            self.loop.add_sink(publisher)
+            controller = self.setup.controller
+            self.loop.add_sink(lambda record: publisher.publish_record(record, controller.motion or ""))
         _wait_for_simulator(self.loop, self.processes[0], self.out_dir)
         if recording:
             time.sleep(RECORDER_READY_S)

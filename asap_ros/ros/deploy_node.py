@@ -115,7 +115,6 @@ class DeployNode:
         self._heartbeat_pub = node.create_publisher(UInt64, "~/heartbeat", qos_profile_sensor_data)
         self._policy_pub = node.create_publisher(Float32MultiArray, "~/policy_step", 10)
         self._policy_dds = self._open_policy_step_channel()
-        self._episode = 0
         self._publish_mode(self.controller.mode.name, "")
         process = node.create_publisher(String, "~/process", latched)  # lets a local supervisor watch for exit
         process.publish(String(data=f"{socket.gethostname()}:{os.getpid()}"))
@@ -202,25 +201,12 @@ class DeployNode:
 
         self._heartbeat_pub.publish(UInt64(data=record.control_tick))
         out, policy = record.output, record.output.policy
-        motion = self.controller.motion or ""
         if out.transition is not None:
             t = out.transition
             self._publish_mode(t.to_mode.name, t.reason if t.to_mode.name == "DAMPING" else "")
-            self._policy_dds.publish_transition(stamp_ns=t.stamp_ns, from_mode=t.from_mode.name,
-                                                to_mode=t.to_mode.name, reason=t.reason, motion=motion)
-            if t.to_mode.name == "TRACKING":
-                self._episode += 1
         if policy is not None:
             self._policy_pub.publish(policy_step_msg(policy))
-        self._policy_dds.publish_step(
-            stamp_ns=record.stamp_ns, control_tick=record.control_tick, mode=out.mode.name,
-            motion=motion if policy is not None else "", episode=self._episode,
-            motion_tick=policy.tick if policy is not None else -1, phase=policy.phase if policy is not None else 0.0,
-            lowstate_tick=record.lowstate_tick, lowstate_stamp_ns=record.lowstate_stamp_ns,
-            mocap_stamp_ns=record.mocap_stamp_ns, obs=policy.obs if policy is not None else (),
-            raw_action=policy.raw_action if policy is not None else (), q_target=out.command.q,
-            compute_ns=record.compute_ns, latency_ns=record.latency_ns, late=record.late,
-        )
+        self._policy_dds.publish_record(record, self.controller.motion or "")
 
     def _publish_mode(self, mode: str, fault: str) -> None:
         from std_msgs.msg import String
