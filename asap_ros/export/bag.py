@@ -19,7 +19,6 @@ import dataclasses
 import functools
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +30,7 @@ from asap_ros.export.episode import COMPLETED, PolicySteps, RecordedEpisode, Str
 from asap_ros.export.mcap_index import McapIndex
 from asap_ros.export.resample import nearest
 from asap_ros.recording import topics
+from asap_ros.recording.episodes import Episode
 from asap_ros.recording.metadata import METADATA_FILE
 from asap_ros.state import NUM_MOTORS
 
@@ -42,21 +42,6 @@ MOCAP_LOG_MARGIN_NS = 1_000_000_000
 """Mocap is logged after capture (latency); read this much more by log time, then select by stamp."""
 STEP_MATCH_NS = 10_000_000
 """A LowCmd logged within half a control period of a step's write stamp is that step's command."""
-
-
-@dataclass(frozen=True)
-class EpisodeMarker:
-    """Where one motion run lies in the bag and how it ended."""
-
-    index: int
-    motion: str
-    start_ns: int
-    end_ns: int
-    end_mode: str
-    end_reason: str
-    estop: bool
-    complete: bool
-    """Ended by a transition (False: the recording stopped during the motion)."""
 
 
 class SessionBag:
@@ -141,17 +126,17 @@ class SessionBag:
         except ValueError as exc:
             raise ConfigError(self.path, topics.SESSION, f"session description is not JSON: {exc}") from exc
 
-    def episodes(self) -> list[EpisodeMarker]:
+    def episodes(self) -> list[Episode]:
         """Every motion run of the session, in order (incomplete last run included)."""
         markers = [
-            EpisodeMarker(int(m.index), m.motion, int(m.start_ns), int(m.end_ns), m.end_mode, m.end_reason,
+            Episode(int(m.index), m.motion, int(m.start_ns), int(m.end_ns), m.end_mode, m.end_reason,
                           bool(m.estop), bool(m.complete))  # fmt: skip
             for m in self._events.get(topics.EPISODE, [])
         ]
         markers.extend(self._unterminated_runs(markers))
         return sorted(markers, key=lambda m: m.start_ns)
 
-    def _unterminated_runs(self, known: list[EpisodeMarker]) -> list[EpisodeMarker]:
+    def _unterminated_runs(self, known: list[Episode]) -> list[Episode]:
         """Runs that entered TRACKING but have no episode message (the recording was cut)."""
         starts = {m.start_ns for m in known}
         transitions = self._events.get(topics.TRANSITION, [])
@@ -161,7 +146,7 @@ class SessionBag:
                 continue
             left = next((u for u in transitions[i + 1 :] if u.from_mode == TRACKING), None)
             runs.append(
-                EpisodeMarker(
+                Episode(
                     index=len(known) + len(runs) + 1,
                     motion=t.motion,
                     start_ns=int(t.stamp_ns),
@@ -175,7 +160,7 @@ class SessionBag:
         return runs
 
     # --- one episode --------------------------------------------------------------------------
-    def read_episode(self, marker: EpisodeMarker) -> RecordedEpisode:
+    def read_episode(self, marker: Episode) -> RecordedEpisode:
         """All streams of one run, read in one pass over the chunks it spans."""
         wanted = [topics.POLICY_STEP, topics.LOWSTATE, topics.LOWCMD]
         for topic in wanted:
@@ -208,13 +193,13 @@ class SessionBag:
             mocap_topic=self.mocap_topic,
         )
 
-    def iter_episodes(self, wanted: Sequence[int] | None = None) -> Iterator[tuple[EpisodeMarker, RecordedEpisode]]:
+    def iter_episodes(self, wanted: Sequence[int] | None = None) -> Iterator[tuple[Episode, RecordedEpisode]]:
         """Markers and episodes, only those whose index is in ``wanted`` if given."""
         for marker in self.episodes():
             if wanted is None or marker.index in wanted:
                 yield marker, self.read_episode(marker)
 
-    def _policy_steps(self, marker: EpisodeMarker, _stamps: np.ndarray, raws: RawMessages) -> PolicySteps:
+    def _policy_steps(self, marker: Episode, _stamps: np.ndarray, raws: RawMessages) -> PolicySteps:
         """The steps in which the actor ran: from the start transition to just after the end one (the
         last step runs the actor and leaves TRACKING, so it is recorded in the mode it switched to)."""
         head = self.columns(topics.POLICY_STEP, raws, ["stamp_ns", "motion_tick"])
@@ -307,7 +292,7 @@ def _timed_by_steps(lowcmd: Stream, steps: PolicySteps) -> Stream:
     return Stream(lowcmd.topic, stamps, lowcmd.columns)
 
 
-def _outcome(marker: EpisodeMarker, steps: PolicySteps) -> str:
+def _outcome(marker: Episode, steps: PolicySteps) -> str:
     if marker.estop:
         return f"damping: {marker.end_reason}"
     if not marker.complete:
