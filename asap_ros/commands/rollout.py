@@ -59,15 +59,8 @@ class LockstepG1:
 
     def read_state(self):
         """The LowState the robot would publish now, decoded as the runtime decodes it."""
-        from asap_ros.sim.bridge import RobotReading
-
-        physics, thermal = self.physics, self.sim.thermal
-        reading = RobotReading(
-            q=physics.q(), dq=physics.dq(), ddq=physics.ddq(), tau=self._tau, temperature_c=thermal.temperature_c,
-            enabled=self._enabled, quat_wxyz=physics.pelvis_quat_wxyz(), gyro=physics.gyro(),
-            acc=physics.accelerometer(), imu_temperature_c=thermal.ambient_c,
-        )  # fmt: skip
-        payload = self.sim.lowstate.encode(round(physics.time * 1000), reading)
+        reading = self.sim.reading(self._tau, self._enabled)
+        payload = self.sim.lowstate.encode(round(self.physics.time * 1000), reading)
         return self._g1.state_from_record(self._g1.LOWSTATE_WIRE.from_cdr(payload), self.now_ns)
 
     def pose(self):
@@ -94,13 +87,8 @@ class LockstepG1:
 
     def advance(self) -> None:
         """One control period of physics (motor PD every physics step, on the simulated clock)."""
-        sim, physics = self.sim, self.physics
         for _ in range(self._substeps):
-            motor_cmd = sim.gate.update(self.now_ns)
-            self._tau = sim.motors.torque(motor_cmd, physics.q(), physics.dq())
-            self._enabled = motor_cmd.enabled if motor_cmd is not None else np.zeros_like(self._enabled)
-            physics.step(self._tau)
-            sim.thermal.update(self._tau, physics.timestep)
+            self._tau, self._enabled = self.sim.step_physics(self.now_ns)
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -10,15 +10,14 @@ from typing import Any
 from asap_ros.errors import ConfigError
 from asap_ros.paths import config_file
 from asap_ros.recording.bag_writer import COMPRESSIONS, SplitPolicy
-from asap_ros.ros.params import ParamSpec, load_defaults
+from asap_ros.ros.params import NETWORK_PARAMS, ParamSpec, load_defaults
 
 NODE_NAME = "asap_recorder"
 MAX_FLUSH_PERIOD_S = 1.0
 """A ``kill -9`` loses at most one flush period of data."""
 
 RECORDER_PARAMS: tuple[ParamSpec, ...] = (
-    ParamSpec("network_interface", "str", "network interface of the robot's DDS network (sim: lo)"),
-    ParamSpec("dds_domain", "int", "unitree DDS domain id (robot: 0)", low=0, high=232),
+    *NETWORK_PARAMS,
     ParamSpec("output_dir", "str", "directory the session bags are created in ('~' expanded)"),
     ParamSpec("bag_name", "str", "bag directory name ('' = session_<YYYYmmdd_HHMMSS>)", empty_ok=True),
     ParamSpec("compression", "str", f"MCAP chunk compression: {', '.join(COMPRESSIONS)}"),

@@ -49,13 +49,13 @@ class ParamSpec:
         return f"0 (keep the config file's value) or {text}" if self.zero_keeps else text
 
 
-_NETWORK = (
+NETWORK_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("network_interface", "str", "network interface of the robot's DDS network (sim: lo)"),
     ParamSpec("dds_domain", "int", "unitree DDS domain id (robot: 0)", low=0, high=232),
 )
 
 DEPLOY_PARAMS: tuple[ParamSpec, ...] = (
-    *_NETWORK,
+    *NETWORK_PARAMS,
     ParamSpec("robot_config", "str", "robot model file ('' = package config/g1_29dof.yaml)", empty_ok=True),
     ParamSpec("controller_config", "str", "controller file ('' = package config/controller.yaml)", empty_ok=True),
     ParamSpec("assets_dir", "str", "ASAP asset root ('' = ASAP_ASSETS / default search)", empty_ok=True),
@@ -77,7 +77,7 @@ DEPLOY_PARAMS: tuple[ParamSpec, ...] = (
 """Parameters of ``asap_deploy``; ``zero_keeps`` ones override ``controller_config`` values."""
 
 SUPERVISOR_PARAMS: tuple[ParamSpec, ...] = (
-    *_NETWORK,
+    *NETWORK_PARAMS,
     ParamSpec("robot_config", "str", "robot model file ('' = package config/g1_29dof.yaml)", empty_ok=True),
     ParamSpec("controller_config", "str", "controller file for damping kd ('' = package default)", empty_ok=True),
     ParamSpec("deploy_node", "str", "name of the asap_deploy node to forward e-stops to and watch"),

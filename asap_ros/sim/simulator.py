@@ -205,8 +205,27 @@ class Simulator:
     def _newest_pose(self) -> tuple[np.ndarray, np.ndarray]:
         return self._pose
 
+    def step_physics(self, now_ns: int) -> tuple[np.ndarray, np.ndarray]:
+        """One physics step as the G1's motors act: the command in force at ``now_ns`` (delay,
+        timeout-limp), motor PD, physics, heating. Returns the torques and the enabled motors."""
+        command = self.gate.update(now_ns)
+        tau = self.motors.torque(command, self.physics.q(), self.physics.dq())
+        self.physics.step(tau)
+        self.thermal.update(tau, self.physics.timestep)
+        enabled = command.enabled if command is not None else np.zeros(NUM_MOTORS, dtype=bool)
+        return tau, enabled
+
+    def reading(self, tau: np.ndarray, enabled: np.ndarray) -> RobotReading:
+        """What the robot's sensors see now (true values; the LowState encoder adds noise)."""
+        physics = self.physics
+        return RobotReading(
+            q=physics.q(), dq=physics.dq(), ddq=physics.ddq(), tau=tau, temperature_c=self.thermal.temperature_c,
+            enabled=enabled, quat_wxyz=physics.pelvis_quat_wxyz(), gyro=physics.gyro(), acc=physics.accelerometer(),
+            imu_temperature_c=self.thermal.ambient_c,
+        )  # fmt: skip
+
     def _run(self) -> None:
-        physics, gate, motors, thermal = self.physics, self.gate, self.motors, self.thermal
+        physics = self.physics
         dt = physics.timestep
         period_ns = int(round(dt * 1e9))
         decimation = self.config.lowstate_decimation
@@ -216,14 +235,10 @@ class Simulator:
         while not self._stop.is_set():
             began = time.perf_counter_ns()
             self._apply_requests()
-            command = gate.update(time.monotonic_ns())
-            tau = motors.torque(command, physics.q(), physics.dq())
-            physics.step(tau)
-            thermal.update(tau, dt)
+            tau, enabled = self.step_physics(time.monotonic_ns())
             self.steps += 1
             self._pose = (physics.pelvis_pos(), physics.pelvis_quat_wxyz())
             if self.steps % decimation == 0:
-                enabled = command.enabled if command is not None else np.zeros(NUM_MOTORS, dtype=bool)
                 self._publish(tau, enabled)
             if self._viewer is not None and self.steps % viewer_every == 0:
                 self._viewer.sync()
@@ -240,12 +255,8 @@ class Simulator:
     def _publish(self, tau: np.ndarray, enabled: np.ndarray) -> None:
         physics = self.physics
         tick = round(physics.time * 1000)  # the G1's tick counts milliseconds
-        q = physics.q()
-        reading = RobotReading(
-            q=q, dq=physics.dq(), ddq=physics.ddq(), tau=tau, temperature_c=self.thermal.temperature_c,
-            enabled=enabled, quat_wxyz=self._pose[1], gyro=physics.gyro(), acc=physics.accelerometer(),
-            imu_temperature_c=self.thermal.ambient_c,
-        )
+        reading = self.reading(tau, enabled)
+        q = reading.q
         payload = self.lowstate.encode(tick, reading)
         stamp_ns = time.time_ns()
         self._lowstate_writer.write(payload)
