@@ -77,9 +77,11 @@ class LowCmdObserver:
 
         def on_data(reader: Any) -> None:
             stamp = time.time_ns()
+            if reader is None:
+                return  # delivered while the reader is being deleted
             taken = ddspy_take(reader._ref, mask, 16)
             for data, info in taken:
-                if info.valid_data:
+                if info.valid_data and len(data) == LOWCMD_WIRE.cdr_size:  # tests send malformed ones too
                     kp = LOWCMD_WIRE.from_cdr(data)["motor_cmd"]["kp"][:29]
                     with self._cond:
                         self.samples.append(LowCmdSample(stamp, info.publication_handle, not kp.any()))

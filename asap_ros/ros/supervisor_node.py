@@ -2,7 +2,9 @@
 
 E-stop sources: the ``estop`` topic (std_msgs/Empty), the ``~/estop`` service
 (std_srvs/Trigger), a button combo on the G1 wireless remote (``LowState.wireless_remote``)
-and ENTER on an interactive terminal. Each is forwarded to ``/<deploy_node>/estop``.
+and ENTER on an interactive terminal. Each is forwarded to ``/<deploy_node>/estop``, and the
+forward is retried every ``FORWARD_RETRY_S`` until the deploy node acknowledges it (a service
+not yet discovered, or a lost request, only delays it).
 
 The supervisor watches ``rt/lowcmd`` (unitree DDS) and the deploy node's ``~/heartbeat``.
 It takes over, streaming damping ``LowCmd`` (kp 0, the controller's damping kd,
@@ -154,6 +156,10 @@ class SupervisorNode:
 
     IDLE_CHECK_NS = 50_000_000
     RECHECK_S = 0.01
+    FORWARD_RETRY_S = 0.05
+    """While an e-stop is not acknowledged by the deploy node, send it again this often."""
+    FORWARD_TIMEOUT_S = 1.0
+    """A forwarded e-stop call unanswered this long is taken as lost and sent again."""
     """Before taking over for silence, let this process's own DDS/ROS threads deliver anything
     queued while it was itself starved of CPU, then look again."""
 
@@ -180,6 +186,9 @@ class SupervisorNode:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._forward_pending = False
+        self._forward_future: Any = None
+        self._forward_sent_s = 0.0
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._state_pub = node.create_publisher(String, "~/state", latched)
@@ -274,22 +283,53 @@ class SupervisorNode:
                 return response
             self.state, self.reason = WATCHING, ""
             self.watchdog.estop_since_ns = 0
+            self._forward_pending = False
             self.watchdog.exited = None
         self._publish_state()
         response.success, response.message = True, "stopped streaming damping; watching again"
         return response
 
     def estop(self, source: str) -> bool:
-        """E-stop from any source: forward to the deploy node (True if it was reachable) and
-        expect damping on rt/lowcmd within ``estop_obey_ms``."""
+        """E-stop from any source: forward to the deploy node (True if it was reachable now;
+        else retried until it acknowledges) and expect damping on rt/lowcmd within
+        ``estop_obey_ms``."""
         self.node.get_logger().warning(f"e-stop from {source}")
         with self._lock:
             self.watchdog.estop_requested(time.time_ns())
+            self._forward_pending = True
         self._wake.set()
+        return self._forward()
+
+    def _forward(self) -> bool:
+        """Call the deploy node's e-stop service unless a call is in flight; False if it is not
+        discovered (yet)."""
         if not self._deploy_estop.service_is_ready():
             return False
-        self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
+        with self._lock:
+            if self._forward_future is not None and not self._forward_future.done():
+                return True
+            self._forward_sent_s = time.monotonic()
+            future = self._forward_future = self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
+        future.add_done_callback(self._on_forward_done)  # may run at once: outside the lock
         return True
+
+    def _on_forward_done(self, future: Any) -> None:
+        response = future.result()
+        if response is not None and response.success:
+            with self._lock:
+                self._forward_pending = False
+
+    def _retry_forward(self) -> None:
+        """Re-send an unacknowledged e-stop (watchdog thread, every ``FORWARD_RETRY_S``)."""
+        if not self._forward_pending:
+            return
+        waited_s = time.monotonic() - self._forward_sent_s
+        in_flight = self._forward_future is not None and not self._forward_future.done()
+        if in_flight and waited_s >= self.FORWARD_TIMEOUT_S:
+            self._forward_future.cancel()  # request or response lost: send again
+            in_flight = False
+        if not in_flight and waited_s >= self.FORWARD_RETRY_S:
+            self._forward()
 
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:
@@ -302,6 +342,7 @@ class SupervisorNode:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._retry_forward()
             if self.state == TAKEOVER:
                 self._write_damping()
                 self._stop.wait(self._period_s)
@@ -317,7 +358,8 @@ class SupervisorNode:
             if reason is not None:
                 self._take_over(reason)
                 continue
-            self._wake.wait(max(0.0, (next_ns - time.time_ns()) / 1e9))
+            timeout_s = max(0.0, (next_ns - time.time_ns()) / 1e9)
+            self._wake.wait(min(timeout_s, self.FORWARD_RETRY_S) if self._forward_pending else timeout_s)
             self._wake.clear()
 
     def _take_over(self, reason: str) -> None:
