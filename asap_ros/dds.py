@@ -87,12 +87,15 @@ class RawWriter:
     def __init__(self, topic: str, idl_type: type) -> None:
         dp = participant()
         self._writer = DataWriter(dp, Topic(dp, topic, idl_type))
+        self.written = 0
+        """Samples written so far (benchmarks compare it with what a recorder got)."""
 
     def write(self, payload: bytes) -> None:
         """Publish one sample; ``payload`` length must be a multiple of 4 (XCDR1 alignment)."""
         ret = ddspy_write(self._writer._ref, payload)
         if ret < 0:
             raise DDSException(ret, "raw write")
+        self.written += 1
 
     def matched(self) -> int:
         """Number of matched readers."""

@@ -106,6 +106,8 @@ class PolicyStepPublisher:
         self._transitions = DataWriter(participant, Topic(participant, TRANSITION_TOPIC, ModeTransition_), qos)
         self.episode = 0
         """Motion runs published so far by :meth:`publish_record`."""
+        self.written = {POLICY_STEP_TOPIC: 0, TRANSITION_TOPIC: 0}
+        """Samples written so far per DDS topic (benchmarks compare them with what a recorder got)."""
 
     def publish_step(
         self,
@@ -148,12 +150,14 @@ class PolicyStepPublisher:
                 late=bool(late),
             )
         )
+        self.written[POLICY_STEP_TOPIC] += 1
 
     def publish_transition(self, *, stamp_ns: int, from_mode: str, to_mode: str, reason: str, motion: str) -> None:
         """Write one :class:`ModeTransition_`."""
         self._transitions.write(
             ModeTransition_(stamp_ns=int(stamp_ns), from_mode=from_mode, to_mode=to_mode, reason=reason, motion=motion)
         )
+        self.written[TRANSITION_TOPIC] += 1
 
     def publish_record(self, record: "StepRecord", motion: str) -> None:
         """Write one control-loop step, preceded by its mode transition when it has one.

@@ -15,6 +15,7 @@ parameter) and one ``~/start/<motion>`` per loaded policy.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import socket
@@ -225,12 +226,15 @@ class DeployNode:
         self._lowstate_reader = RawReader("rt/lowstate", LowState_, self.loop.latest.put)
 
     def shutdown(self) -> None:
-        """Damp the robot (a clean exit never leaves it holding a pose unattended), then stop."""
+        """Damp the robot (a clean exit never leaves it holding a pose unattended), stop, and log
+        how many samples were written per DDS topic (``published {json}``, for benchmarks)."""
         from asap_ros.state_machine import EStop
 
         self.loop.request(EStop(f"{NODE_NAME} shutting down"))
         time.sleep(SHUTDOWN_DAMPING_S)
         self.loop.stop()
+        written = {"rt/lowcmd": self._lowcmd_writer.written, **self._policy_dds.written}
+        self.node.get_logger().info(f"published {json.dumps(written)}")
 
 
 class StatePublisher:
