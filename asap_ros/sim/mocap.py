@@ -2,8 +2,10 @@
 
 Captures at ``rate_hz`` on its own thread from the newest physics pose, adds position and
 orientation noise, loses samples with probability ``dropout`` and publishes each one
-``latency_ms`` after capture with the header stamp = capture time (system clock). rclpy is
-imported only when a stream starts, so the simulator runs without it when mocap is off.
+``latency_ms`` after capture with the header stamp = capture time (system clock). The
+publisher is created with the stream, before :meth:`MocapStream.start`, so subscribers can be
+discovered before the first pose; rclpy is imported only when a stream is created, so the
+simulator runs without it when mocap is off.
 """
 
 from __future__ import annotations
@@ -24,39 +26,42 @@ PoseSource = Callable[[], tuple[np.ndarray, np.ndarray]]
 
 class MocapStream:
     def __init__(self, config: MocapConfig, domain: int, pose_source: PoseSource, rng: np.random.Generator):
+        import rclpy
+        from geometry_msgs.msg import PoseStamped
+        from rclpy.signals import SignalHandlerOptions
+
         self.config = config
         self.domain = domain
         self._pose_source = pose_source
         self._rng = rng
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._context: Any = None
-        self._node: Any = None
-        self._publisher: Any = None
+        self._pose_type = PoseStamped
+        self._context: Any = rclpy.Context()
+        rclpy.init(context=self._context, domain_id=domain, signal_handler_options=SignalHandlerOptions.NO)
+        self._node: Any = rclpy.create_node("asap_sim_mocap", context=self._context)
+        self._publisher = self._node.create_publisher(PoseStamped, config.topic, 10)
         self.captured = 0
         self.published = 0
         self.dropped = 0
 
     def start(self) -> None:
-        import rclpy
-        from geometry_msgs.msg import PoseStamped
-        from rclpy.signals import SignalHandlerOptions
-
-        self._pose_type = PoseStamped
-        self._context = rclpy.Context()
-        rclpy.init(context=self._context, domain_id=self.domain, signal_handler_options=SignalHandlerOptions.NO)
-        self._node = rclpy.create_node("asap_sim_mocap", context=self._context)
-        self._publisher = self._node.create_publisher(PoseStamped, self.config.topic, 10)
         self._thread = threading.Thread(target=self._run, name="asap-sim-mocap", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop publishing and remove the node (idempotent; also for a stream never started)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2.0)
         if self._node is not None:
             self._node.destroy_node()
             self._context.try_shutdown()
+            self._node = None
+
+    def subscribers(self) -> int:
+        """Subscriptions matched with the pose publisher now."""
+        return self._publisher.get_subscription_count()
 
     def stats(self) -> dict[str, int]:
         return {"captured": self.captured, "published": self.published, "dropped": self.dropped}

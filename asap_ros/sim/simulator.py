@@ -141,6 +141,8 @@ class Simulator:
         return mujoco.viewer.launch_passive(self.physics.model, self.physics.data)
 
     def stop(self) -> None:
+        if self.mocap is not None:
+            self.mocap.stop()
         if self._thread is None:
             return
         self._stop.set()
@@ -149,8 +151,6 @@ class Simulator:
         close_entity(self._control_reader)
         self._lowstate_writer.close()
         close_entity(self._gt_writer)
-        if self.mocap is not None:
-            self.mocap.stop()
         if self._viewer is not None:
             self._viewer.close()
 
