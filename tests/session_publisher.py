@@ -1,13 +1,16 @@
-"""Stand-in for the G1 and the ASAP runtime (no robot here): publishes a recording session.
+"""Stand-in for the G1 and the ASAP runtime, for the recording tests: publishes a session
+whose every value is known.
 
-Real ``unitree_hg`` ``LowState_`` and ``LowCmd_`` samples on DDS ``rt/lowstate``/``rt/lowcmd``
-(XCDR1 through :class:`asap_ros.dds.RawWriter`), ``PolicyStep_``/``ModeTransition_`` through
-:class:`asap_ros.dds_types.PolicyStepPublisher`, and over rclpy ``mocap/pose``,
-``mocap/odometry`` and ``diagnostics``. Every value is a function of the message's index (see
-the ``expected_*`` helpers), so a reader can check each recorded message exactly. The
-transitions make two episodes: one ended by HOLD, one by an e-stop (DAMPING).
+The benchmark (``benchmarks/record_session.py``) records the real simulated robot and runtime;
+their values cannot be predicted, so the exact round trip through a bag is checked with this
+stand-in: real ``unitree_hg`` ``LowState_`` and ``LowCmd_`` samples on DDS
+``rt/lowstate``/``rt/lowcmd`` (XCDR1 through :class:`asap_ros.dds.RawWriter`),
+``PolicyStep_``/``ModeTransition_`` through :class:`asap_ros.dds_types.PolicyStepPublisher`, and
+over rclpy ``mocap/pose``, ``mocap/odometry`` and ``diagnostics``. Every value is a function of
+the message's index (see the ``expected_*`` helpers), so a reader can check each recorded
+message exactly. The transitions make two episodes: one ended by HOLD, one by an e-stop (DAMPING).
 
-    python benchmarks/session_publisher.py --domain 7 --duration 20 --counts counts.json
+    python tests/session_publisher.py --domain 7 --duration 20 --counts counts.json
 
 It waits until every topic has a subscriber, prints ``publishing``, publishes for ``--duration``
 seconds on absolute deadlines, then writes what it published per bag topic to ``--counts`` (JSON).

@@ -1,11 +1,14 @@
-"""The ``asap_recorder`` node: disk-guard fault on diagnostics, refusal of bad parameters."""
+"""The ``asap_recorder`` node: its DDS socket receive buffer, disk-guard fault on diagnostics,
+refusal of bad parameters."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from rosbags.rosbag2 import Reader
@@ -43,6 +46,34 @@ def wait_for_recorder_error(domain: int, timeout_s: float) -> tuple[str, dict[st
     return found[0]
 
 
+RECEIVE_BUFFERS = """
+import os, socket, sys
+from asap_ros.recording.dds_source import RecorderDomain
+
+dds = RecorderDomain(int(sys.argv[1]), "lo", int(sys.argv[2]))
+sizes = []
+for fd in os.listdir("/proc/self/fd"):
+    if os.path.exists(f"/proc/self/fd/{fd}") and os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+        with socket.socket(fileno=os.dup(int(fd))) as sock:
+            if sock.type == socket.SOCK_DGRAM:
+                sizes.append(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+dds.close()
+print(sizes)
+"""
+
+
+def test_recorder_domain_asks_the_kernel_for_the_configured_receive_buffer(dds_domain):
+    """Every UDP socket of the recorder's DDS domain gets what Linux grants for the request:
+    twice the request, capped at twice net.core.rmem_max (Cyclone's own default asks for 1 MiB)."""
+    requested = 3_000_000
+    result = subprocess.run([sys.executable, "-c", RECEIVE_BUFFERS, str(dds_domain), str(requested)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    sizes = eval(result.stdout.strip().splitlines()[-1])
+    granted = 2 * min(requested, int(Path("/proc/sys/net/core/rmem_max").read_text()))
+    assert sizes and all(size == granted for size in sizes), (sizes, granted)
+
+
 def test_free_space_floor_stops_recording_with_a_fault_on_diagnostics(tmp_path, dds_domain):
     env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}
     recorder = subprocess.Popen(
@@ -68,6 +99,8 @@ def test_free_space_floor_stops_recording_with_a_fault_on_diagnostics(tmp_path, 
     ("flush_period_s:=5.0", "flush_period_s: out of range"),
     ("compression:=rar", "compression: must be one of zstd, lz4, none"),
     ("policies:=[missing.yaml]", "policies: policy spec not found"),
+    ("receive_buffer_mb:=0.0", "receive_buffer_mb: out of range"),
+    ("network_interface:=nosuchif0", "DDS initialisation failed (domain"),
 ])
 def test_bad_parameters_stop_the_node_naming_them(tmp_path, dds_domain, param, expected):
     env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}

@@ -1,9 +1,11 @@
 """A recorded session end to end: ``asap_recorder`` (subprocess) records ~20 s published by the
-G1/runtime stand-in (benchmarks/session_publisher.py, subprocess): LowState/LowCmd at 500 Hz on
+G1/runtime stand-in (tests/session_publisher.py, subprocess): LowState/LowCmd at 500 Hz on
 Cyclone DDS, policy steps at 50 Hz, mocap at 200 Hz and odometry/diagnostics over rclpy.
 
-Every published message must be in the bag, and both rosbags and the independent mcap reader
-(mcap-ros2-support's decoder) must give back every value exactly.
+Halfway through, the whole recorder process is stopped (SIGSTOP) for ``STALL_S``, as a
+starved or swapped-out recorder would be: its socket receive buffer must hold what arrives
+meanwhile. Every published message must be in the bag, and both rosbags and the independent
+mcap reader (mcap-ros2-support's decoder) must give back every value exactly.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,9 +32,9 @@ from rosbags.rosbag2 import Reader
 from asap_ros.recording import topics as T
 from asap_ros.recording.typestore import recording_typestore
 
-REPO = Path(__file__).resolve().parent.parent
-PUBLISHER = REPO / "benchmarks" / "session_publisher.py"
+PUBLISHER = Path(__file__).resolve().parent / "session_publisher.py"
 DURATION_S = 20.0
+STALL_S = 1.5
 
 
 def load_stand_in():
@@ -73,14 +76,23 @@ def session(tmp_path_factory, dds_domain) -> RecordedSession:
                              "operator_notes:=end-to-end test"),
             env=env, stdout=log_stream, stderr=subprocess.STDOUT,
         )
+        publisher = subprocess.Popen(publisher_command(dds_domain, DURATION_S, work / "counts.json"), env=env,
+                                     stdout=subprocess.PIPE, text=True)
         try:
-            subprocess.run(publisher_command(dds_domain, DURATION_S, work / "counts.json"), env=env, check=True,
-                           timeout=DURATION_S + 90, stdout=subprocess.DEVNULL)
+            assert publisher.stdout.readline().strip() == "publishing"
+            time.sleep(DURATION_S / 2)
+            recorder.send_signal(signal.SIGSTOP)
+            time.sleep(STALL_S)
+            recorder.send_signal(signal.SIGCONT)
+            assert publisher.wait(timeout=DURATION_S + 90) == 0
             recorder.send_signal(signal.SIGINT)
             exit_code = recorder.wait(timeout=30)
         finally:
-            if recorder.poll() is None:
-                recorder.kill()
+            for process in (publisher, recorder):
+                if process.poll() is None:
+                    process.send_signal(signal.SIGCONT)
+                    process.kill()
+                    process.wait()
     published = json.loads((work / "counts.json").read_text())["counts"]
     return RecordedSession(work / "bag", published, exit_code, log.read_text())
 

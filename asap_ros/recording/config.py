@@ -26,6 +26,8 @@ RECORDER_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("split_max_mb", "float", "start the next file of the bag beyond this size (0 = never)", low=0.0),
     ParamSpec("split_max_duration_s", "float", "start the next file after this long (0 = never)", low=0.0),
     ParamSpec("min_free_mb", "float", "stop recording (fault on diagnostics) below this free space", low=0.0),
+    ParamSpec("receive_buffer_mb", "float", "DDS socket receive buffer asked of the OS: rides out recorder stalls",
+              low=0.1, high=1024.0),
     ParamSpec("mocap_pose_topic", "str", "geometry_msgs/PoseStamped from motion capture ('' = not recorded)", empty_ok=True),
     ParamSpec("mocap_odometry_topic", "str", "nav_msgs/Odometry from motion capture ('' = not recorded)", empty_ok=True),
     ParamSpec("diagnostics_topic", "str", "diagnostics: recorded, and where the recorder reports its status"),
@@ -52,6 +54,7 @@ class RecorderConfig:
     status_rate_hz: float = 1.0
     dds_domain: int = 0
     network_interface: str = "lo"
+    receive_buffer_bytes: int = 4_000_000
     policies: tuple[str, ...] = ()
     assets_dir: str = ""
     operator_notes: str = ""
@@ -81,6 +84,7 @@ def recorder_config(values: Mapping[str, Any], source: str) -> RecorderConfig:
         status_rate_hz=values["status_rate_hz"],
         dds_domain=values["dds_domain"],
         network_interface=values["network_interface"],
+        receive_buffer_bytes=int(values["receive_buffer_mb"] * 1e6),
         policies=tuple(values["policies"]),
         assets_dir=values["assets_dir"],
         operator_notes=values["operator_notes"],

@@ -4,6 +4,11 @@ Each sample's bytes are kept as received (XCDR1 is ROS 2 CDR, see :mod:`.msgdefs
 in another encoding (XCDR2 from a peer that chose it) is re-encoded as XCDR1 first.
 Readers keep a deep history, so a briefly busy writer thread loses nothing; the DDS writers
 never wait for this reader.
+
+The robot's writers (and the runtime's ``rt/lowcmd``) keep only their last sample, so a datagram
+the kernel drops because the recorder's socket receive buffer is full is lost for good, reliable
+reader or not. :class:`RecorderDomain` gives the recorder process its own Cyclone DDS domain with
+a large socket receive buffer, which rides out a stall of the whole recorder process.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 from cyclonedds._clayer import ddspy_take  # the C layer under DataReader.take, without deserialising
 from cyclonedds.core import DDSException, InstanceState, ReadCondition, SampleState, ViewState, WaitSet
-from cyclonedds.domain import DomainParticipant
+from cyclonedds.domain import Domain, DomainParticipant
 from cyclonedds.qos import Policy, Qos
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
@@ -23,6 +30,7 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
 from asap_ros.dds import close_entity
 from asap_ros.dds_types import POLICY_STEP_TOPIC, TRANSITION_TOPIC, ModeTransition_, PolicyStep_
+from asap_ros.errors import AsapError
 from asap_ros.recording.topics import DDS_TOPICS, RecordedTopic
 
 Sink = Callable[[str, int, bytes, int], None]
@@ -36,10 +44,51 @@ IDL_TYPES: dict[str, type] = {
 }
 BEST_EFFORT_TOPICS = frozenset({"rt/lowstate"})
 """Written by the robot's firmware: a best-effort reader matches whatever reliability it offers."""
-READER_DEPTH = 2000
+READER_DEPTH = 5000
+"""Samples per reader held for the reader thread: 10 s of LowState, more than the socket buffer holds."""
 TAKE_BATCH = 256
 _MASK = SampleState.Any | ViewState.Any | InstanceState.Any
 _ROS_CDR_HEADERS = (b"\x00\x00", b"\x00\x01")  # CDR big / little endian (XCDR1, final types)
+
+
+RMEM_MAX = Path("/proc/sys/net/core/rmem_max")
+
+
+class RecorderDomain:
+    """This process's Cyclone DDS domain for recording: ``interface`` as the SDK configures it,
+    and UDP sockets asking for ``receive_buffer_bytes`` (Linux grants twice the request, capped
+    at twice ``net.core.rmem_max``). Only for a process without unitree channels
+    (:func:`asap_ros.dds.init_channels` creates the domain with the SDK's configuration)."""
+
+    def __init__(self, domain_id: int, interface: str, receive_buffer_bytes: int) -> None:
+        xml = (
+            '<CycloneDDS><Domain Id="any"><General><Interfaces>'
+            f'<NetworkInterface name={quoteattr(interface)} priority="default" multicast="default"/>'
+            '</Interfaces></General><Internal>'
+            f'<SocketReceiveBufferSize max="{int(receive_buffer_bytes)}B"/>'
+            "</Internal></Domain></CycloneDDS>"
+        )
+        try:
+            self._domain = Domain(domain_id, xml)
+            self.participant = DomainParticipant(domain_id)
+        except DDSException as exc:
+            raise AsapError(f"DDS initialisation failed (domain {domain_id}, interface {interface!r}): {exc}") from exc
+        self.receive_buffer_bytes = receive_buffer_bytes
+
+    def capped_note(self) -> str | None:
+        """Why the OS grants less receive buffer than asked (``None`` when it does not, or cannot tell)."""
+        if not RMEM_MAX.exists():
+            return None
+        rmem_max = int(RMEM_MAX.read_text())
+        if rmem_max >= self.receive_buffer_bytes:
+            return None
+        return (f"net.core.rmem_max is {rmem_max} bytes: the DDS socket receive buffer gets less than the "
+                f"{self.receive_buffer_bytes} bytes asked for (receive_buffer_mb), so a shorter stall of the "
+                f"recorder loses samples; raise it: sysctl -w net.core.rmem_max={self.receive_buffer_bytes}")
+
+    def close(self) -> None:
+        close_entity(self.participant)
+        close_entity(self._domain)
 
 
 def ros_cdr(payload: bytes, idl_type: type) -> bytes:

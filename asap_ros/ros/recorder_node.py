@@ -2,11 +2,13 @@
 
 Raw DDS ``rt/lowstate`` and ``rt/lowcmd`` (every sample), the runtime's ``rt/asap/policy_step``
 and ``rt/asap/transition``, and over ROS 2 ``mocap/pose``, ``mocap/odometry`` and
-``diagnostics``. Parameters and their defaults: ``config/recorder.yaml``. The node reports its
-state on ``diagnostics`` (name ``asap_recorder``); when free space drops below
-``min_free_mb`` it closes the bag, reports the fault (level ERROR) and keeps running without
-recording. SIGINT/SIGTERM close the bag cleanly; after a ``kill -9`` the bag is readable up
-to the last flush (``asap-ros bag repair``). See docs/recording.md.
+``diagnostics``. DDS runs on the node's own domain with a large socket receive buffer
+(``receive_buffer_mb``, :class:`~asap_ros.recording.dds_source.RecorderDomain`). Parameters
+and their defaults: ``config/recorder.yaml``. The node reports its state on ``diagnostics``
+(name ``asap_recorder``); when free space drops below ``min_free_mb`` it closes the bag,
+reports the fault (level ERROR) and keeps running without recording. SIGINT/SIGTERM close the
+bag cleanly; after a ``kill -9`` the bag is readable up to the last flush (``asap-ros bag
+repair``). See docs/recording.md.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from asap_ros.recording.config import NODE_NAME, RECORDER_PARAMS, recorder_confi
 SPIN_TIMEOUT_S = 0.1
 
 
-def _start_recording(node: Any) -> Any:
-    """Parameters -> session description -> DDS -> a started :class:`Recorder`."""
-    from asap_ros.dds import init_channels
+def _start_recording(node: Any) -> tuple[Any, Any]:
+    """Parameters -> session description -> DDS -> a started :class:`Recorder` and its DDS domain."""
     from asap_ros.paths import config_file
+    from asap_ros.recording.dds_source import RecorderDomain
     from asap_ros.recording.recorder import Recorder
     from asap_ros.recording.session import SessionInfo, describe_policies
     from asap_ros.ros.deploy_node import resolve_policy_files
@@ -38,11 +40,17 @@ def _start_recording(node: Any) -> Any:
         policies=describe_policies(resolve_policy_files(list(config.policies), params.source), config.assets_dir or None),
         operator_notes=config.operator_notes,
     )
-    init_channels(config.dds_domain, config.network_interface)
+    dds = RecorderDomain(config.dds_domain, config.network_interface, config.receive_buffer_bytes)
+    if note := dds.capped_note():
+        node.get_logger().warning(note)
     recorder = Recorder(config, session, on_fault=lambda text: node.get_logger().error(text))
-    bag = recorder.start(ros_node=node)
+    try:
+        bag = recorder.start(participant=dds.participant, ros_node=node)
+    except BaseException:
+        dds.close()
+        raise
     node.get_logger().info(f"recording to {bag}")
-    return recorder
+    return recorder, dds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node(NODE_NAME)
     try:
-        recorder = _start_recording(node)
+        recorder, dds = _start_recording(node)
     except AsapError as exc:
         print(f"{NODE_NAME}: refusing to start: {exc}", file=sys.stderr)
         node.destroy_node()
@@ -70,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             executor.spin_once(timeout_sec=SPIN_TIMEOUT_S)
     finally:
         summary = recorder.stop()
+        dds.close()
         if summary is not None:
             total = sum(summary.topic_counts.values())
             node.get_logger().info(f"closed {summary.path}: {total} messages in {len(summary.files)} file(s)")
