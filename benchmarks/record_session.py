@@ -1,13 +1,21 @@
 """Benchmark: record a simulated session with ``asap_recorder`` and report completeness and cost.
 
-Starts the recorder node and :mod:`session_publisher` (G1 + runtime stand-in: LowState/LowCmd
-at 500 Hz, policy steps at 50 Hz, mocap at 200 Hz) as subprocesses, records for
-``--duration`` seconds (default 600), stops the recorder with SIGINT and prints, per topic,
-published vs recorded counts, the recorder's CPU share (user+system time / wall time of its
-process) and its peak memory, then the per-message cost of storing the DDS bytes unchanged
-against decoding and re-serialising them::
+The real thing on one DDS domain on loopback: the MuJoCo G1 (``asap_sim``, in this process:
+LowState at 500 Hz, simulated mocap at 200 Hz), ``asap_deploy`` (50 Hz policy steps) and
+``asap_supervisor`` as processes (the bring-up of ``tests/ros_e2e.py``), and ``asap_recorder``
+started first. The deploy node runs ``--motion`` start -> track -> HOLD again and again for
+``--duration`` seconds (default 600); then everything stops, the recorder last. Printed:
 
-    .venv/bin/python benchmarks/record_session.py --duration 600
+- per topic, the count each publisher reports (the simulator's counters, ``asap_deploy``'s
+  exit log) against the messages ``rosbags`` reads back from the bag, and which LowState ticks
+  and policy-step control ticks are missing, if any;
+- the UDP datagrams the kernel dropped on the recorder's sockets (receive buffer full);
+- the recorder's CPU share (user+system time / wall time of its process) and peak memory;
+- control step latency p50/p99/max and deadline misses, from every ``PolicyStep_`` seen by
+  an independent reader in this process;
+- the per-message cost of storing the DDS bytes unchanged against decoding and re-serialising.
+
+    flock /tmp/asap-bench.lock .venv/bin/python benchmarks/record_session.py --duration 600
 """
 
 from __future__ import annotations
@@ -16,15 +24,27 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
+import numpy as np
+
+from deploy_latency import PolicyStepReader  # also puts tests/ (ros_e2e) on sys.path
+from ros_e2e import System, node_process
+
+from asap_ros.dds import process_domain
+from asap_ros.recording import topics as T
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+BAG_NAME = "bench"
+LOWSTATE_RATE_HZ = 500.0
+MOCAP_RATE_HZ = 200.0
+MOTION_TIMEOUT_S = 120.0
+LATE_AFTER_MS = 5.0
+"""The deploy node's production deadline-miss threshold (config/deploy.yaml)."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -37,102 +57,194 @@ def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
-    return float("nan")
+    raise RuntimeError(f"no VmHWM for process {pid}")
 
 
-def recorder_command(domain: int, output: Path, name: str, extra: list[str]) -> list[str]:
-    params = [f"dds_domain:={domain}", f"output_dir:={output}", f"bag_name:={name}", "min_free_mb:=100.0", *extra]
-    return [PYTHON, "-m", "asap_ros.ros.recorder_node", "--ros-args", *sum((["-p", p] for p in params), [])]
+def udp_drops(pid: int) -> int:
+    """Datagrams the kernel dropped on ``pid``'s UDP sockets (the drops column of /proc/net/udp)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd) if fd.is_symlink() else ""
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    drops = 0
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes:
+                drops += int(fields[-1])
+    return drops
 
 
-def publisher_command(domain: int, duration: float, counts: Path) -> list[str]:
-    return [PYTHON, str(REPO / "benchmarks" / "session_publisher.py"), "--domain", str(domain),
-            "--duration", str(duration), "--counts", str(counts)]
+def wait_for_recorder(mocap: Any, timeout_s: float) -> None:
+    """Until this process has discovered a reader of every recorded DDS topic outside itself and
+    the simulator's ``mocap`` publisher has a subscriber (before the deploy node exists, those
+    are the recorder's): the publishers' first samples are then recorded too."""
+    from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsSubscription
+
+    from asap_ros.dds import close_entity, participant
+
+    dp = participant()
+    reader = BuiltinDataReader(dp, BuiltinTopicDcpsSubscription)
+    missing, deadline = {*T.DDS_TOPICS, T.MOCAP_POSE}, time.monotonic() + timeout_s
+    try:
+        while missing:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the recorder's subscriptions were not discovered within {timeout_s} s: {sorted(missing)}")
+            missing -= {s.topic_name for s in reader.take(N=64) if s.participant_key != dp.guid}
+            if mocap.subscribers():
+                missing.discard(T.MOCAP_POSE)
+            time.sleep(0.05)
+    finally:
+        close_entity(reader)
 
 
-def recorded_counts(bag: Path) -> tuple[dict[str, int], int]:
-    """Messages per topic read back with rosbags, and how many /diagnostics came from the stand-in."""
+def deploy_published(log: Path) -> dict[str, int]:
+    """What ``asap_deploy`` wrote per DDS topic, from its ``published {json}`` exit log line."""
+    for line in reversed(log.read_text().splitlines()):
+        if "published {" in line:
+            return json.loads(line[line.index("published {") + len("published "):])
+    raise SystemExit(f"asap_deploy did not report its published counts (log: {log})")
+
+
+def run_motions(system: System, duration_s: float) -> tuple[int, int]:
+    """Track the default motion again and again until ``duration_s`` has passed; (runs, faults):
+    a run ending in DAMPING (fall, safety fault) is followed by Reset and Stand."""
+    mode = "/asap_deploy/mode"
+    runs = faults = 0
+    end = time.monotonic() + duration_s
+    while time.monotonic() < end:
+        system.track()
+        if not system.ros.spin_until(lambda: system.ros.latched.get(mode) in ("HOLD", "DAMPING"), MOTION_TIMEOUT_S):
+            raise SystemExit(f"motion did not finish: {system.ros.latched}")
+        runs += 1
+        if system.ros.latched[mode] == "DAMPING":
+            faults += 1
+            system.reset_and_stand()
+    return runs, faults
+
+
+def read_bag(bag: Path) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+    """Messages per topic read back with rosbags, the LowState ticks and the policy-step control ticks."""
     from rosbags.rosbag2 import Reader
 
+    from asap_ros.g1 import LOWSTATE_WIRE
     from asap_ros.recording.typestore import recording_typestore
 
     store = recording_typestore()
     counts: dict[str, int] = {}
-    stand_in_diagnostics = 0
+    lowstate_ticks, control_ticks = [], []
     with Reader(bag) as reader:
         for connection, _, raw in reader.messages():
             counts[connection.topic] = counts.get(connection.topic, 0) + 1
-            if connection.topic == "/diagnostics":
-                msg = store.deserialize_cdr(raw, connection.msgtype)
-                stand_in_diagnostics += any(s.name == "session_publisher" for s in msg.status)
-    return counts, stand_in_diagnostics
+            if connection.topic == T.LOWSTATE:
+                lowstate_ticks.append(int(LOWSTATE_WIRE.from_cdr(raw)["tick"]))
+            elif connection.topic == T.POLICY_STEP:
+                control_ticks.append(store.deserialize_cdr(raw, connection.msgtype).control_tick)
+    return counts, np.asarray(lowstate_ticks), np.asarray(control_ticks)
+
+
+def missing(recorded: np.ndarray, expected: np.ndarray) -> str:
+    """``none``, or how many of ``expected`` are not in ``recorded`` and the first few of them."""
+    lost = np.setdiff1d(expected, recorded)
+    return "none" if not len(lost) else f"{len(lost)}: {', '.join(map(str, lost[:10]))}{' ...' if len(lost) > 10 else ''}"
 
 
 def per_message_costs(samples: int = 2000) -> dict[str, float]:
     """µs per LowState into the bag: the received bytes as they are, vs decoded and re-serialised
     (what a recorder built on the SDK's ChannelSubscriber, which hands out decoded objects, pays)."""
-    import numpy as np
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
 
     from asap_ros.g1 import LOWSTATE_LAYOUT, LOWSTATE_WIRE
     from asap_ros.recording.bag_writer import BagWriter
-    from asap_ros.recording.topics import DDS_TOPICS
 
     payload = LOWSTATE_WIRE.to_cdr(np.zeros((), dtype=LOWSTATE_LAYOUT))
     with tempfile.TemporaryDirectory() as tmp:
-        writer = BagWriter(Path(tmp) / "cost", list(DDS_TOPICS.values()), fsync=False)
+        writer = BagWriter(Path(tmp) / "cost", list(T.DDS_TOPICS.values()), fsync=False)
         start = time.perf_counter()
         for i in range(samples):
-            writer.write("/lowstate", i, payload)
+            writer.write(T.LOWSTATE, i, payload)
         raw_us = (time.perf_counter() - start) / samples * 1e6
         start = time.perf_counter()
         for i in range(samples):
-            writer.write("/lowstate", i, LowState_.deserialize(payload).serialize())
+            writer.write(T.LOWSTATE, i, LowState_.deserialize(payload).serialize())
         decode_us = (time.perf_counter() - start) / samples * 1e6
         writer.close()
     return {"raw_write_us": raw_us, "decode_reserialise_us": decode_us}
 
 
+def print_latency(rows: list[tuple]) -> None:
+    """Step latency (LowCmd write - LowState arrival) over every PolicyStep_ with a state, and misses."""
+    latency_ms = np.array([r[0] for r in rows if r[0] > 0], dtype=np.float64) / 1e6
+    p50, p99, pmax = np.percentile(latency_ms, [50, 99, 100])
+    print(f"control step latency over {len(latency_ms)} steps: p50 {p50:.2f} ms  p99 {p99:.2f} ms  max {pmax:.2f} ms; "
+          f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {sum(r[1] for r in rows)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=600.0)
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of motions (whole runs)")
     parser.add_argument("--output", type=Path, help="bag parent directory (default: a temporary one)")
+    parser.add_argument("--domain", type=int, default=process_domain())
     parser.add_argument("-p", dest="params", action="append", default=[], help="extra recorder parameter name:=value")
     args = parser.parse_args(argv)
 
-    domain = 1 + os.getpid() % 200
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
-    with tempfile.TemporaryDirectory() as tmp:
-        output = args.output or Path(tmp)
-        counts_file = Path(tmp) / "counts.json"
-        recorder = subprocess.Popen(recorder_command(domain, output, "bench", args.params), env=env)
-        publisher = subprocess.Popen(publisher_command(domain, args.duration, counts_file), env=env,
-                                     stdout=subprocess.PIPE, text=True)
-        publisher.stdout.readline()  # "publishing": the recorder is subscribed to everything
-        cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
-        publisher.wait()
-        cpu = cpu_seconds(recorder.pid) - cpu_start
-        wall = time.monotonic() - wall_start
-        rss = peak_rss_mb(recorder.pid)
+    logs = Path(tempfile.mkdtemp(prefix="record_session_"))
+    output = args.output or logs
+    params = {"output_dir": str(output), "bag_name": BAG_NAME, "min_free_mb": 100.0,
+              **dict(p.split(":=", 1) for p in args.params)}
+    recorder = node_process("recorder_node", args.domain, params, logs / "recorder.log")
+    try:
+        system = System(args.domain, logs, deploy_params={"late_after_ms": LATE_AFTER_MS},
+                        lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=MOCAP_RATE_HZ)
+        steps = PolicyStepReader()
+        try:
+            wait_for_recorder(system.sim.mocap, 60.0)
+            cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
+            system.start()
+            runs, faults = run_motions(system, args.duration)
+        finally:
+            system.close()  # supervisor, deploy (it logs its counts), then the simulator
+        cpu, wall = cpu_seconds(recorder.pid) - cpu_start, time.monotonic() - wall_start
+        time.sleep(1.0)  # reliable writers' last repairs
+        rss, drops = peak_rss_mb(recorder.pid), udp_drops(recorder.pid)
         recorder.send_signal(signal.SIGINT)
-        if recorder.wait(timeout=60) != 0 or publisher.returncode != 0:
-            print(f"recorder exit {recorder.returncode}, publisher exit {publisher.returncode}", file=sys.stderr)
+        if recorder.wait(timeout=120) != 0:
+            print(f"recorder exit {recorder.returncode} (log: {logs / 'recorder.log'})", file=sys.stderr)
             return 1
-        published = json.loads(counts_file.read_text())["counts"]
-        recorded, stand_in_diagnostics = recorded_counts(output / "bench")
-        size_mb = sum(f.stat().st_size for f in (output / "bench").glob("*.mcap")) / 1e6
+    finally:
+        if recorder.poll() is None:
+            recorder.kill()
+            recorder.wait()
 
-    print(f"session {args.duration:.0f} s; bag {size_mb:.1f} MB")
-    print(f"{'topic':<20} {'published':>10} {'recorded':>10}")
+    sim = system.sim.stats()
+    deploy = deploy_published(logs / "deploy1.log")
+    published = {
+        T.LOWSTATE: ("asap_sim", sim["lowstates_published"]),
+        T.LOWCMD: ("asap_deploy", deploy["rt/lowcmd"]),
+        T.POLICY_STEP: ("asap_deploy", deploy["rt/asap/policy_step"]),
+        T.TRANSITION: ("asap_deploy", deploy["rt/asap/transition"]),
+        T.MOCAP_POSE: ("asap_sim mocap", sim["mocap"]["published"]),
+    }
+    bag = output / BAG_NAME
+    recorded, lowstate_ticks, control_ticks = read_bag(bag)
+    size_mb = sum(f.stat().st_size for f in bag.glob("*.mcap")) / 1e6
+
+    print(f"session {wall:.0f} s: {runs} runs of the motion ({faults} ended in DAMPING); bag {size_mb:.0f} MB (logs: {logs})")
+    print(f"{'topic':<20} {'publisher':<15} {'published':>10} {'recorded':>10}")
     complete = True
-    for topic, sent in published.items():
-        got = stand_in_diagnostics if topic == "/diagnostics" else recorded.get(topic, 0)
-        complete &= got == sent
-        print(f"{topic:<20} {sent:>10} {got:>10}")
+    for topic, (source, sent) in published.items():
+        complete &= recorded.get(topic, 0) == sent
+        print(f"{topic:<20} {source:<15} {sent:>10} {recorded.get(topic, 0):>10}")
     for topic in sorted(set(recorded) - set(published)):
-        print(f"{topic:<20} {'(recorder)':>10} {recorded[topic]:>10}")
+        print(f"{topic:<20} {'(not counted)':<15} {'':>10} {recorded[topic]:>10}")
+    period_ms = round(1000 / LOWSTATE_RATE_HZ)
+    print(f"missing LowState ticks: {missing(lowstate_ticks, np.arange(1, sim['lowstates_published'] + 1) * period_ms)}")
+    print(f"missing policy-step control ticks: {missing(control_ticks, np.arange(1, deploy['rt/asap/policy_step'] + 1))}")
+    print(f"UDP datagrams dropped on the recorder's sockets (receive buffer full): {drops}")
     print(f"every published message recorded: {'yes' if complete else 'NO'}")
     print(f"recorder CPU: {cpu / wall * 100:.1f} % of one core over {wall:.0f} s; peak RSS {rss:.0f} MB")
+    print_latency(list(steps.rows))
     costs = per_message_costs()
     print(f"per LowState: raw bytes into the bag {costs['raw_write_us']:.1f} µs; "
           f"decode + re-serialise {costs['decode_reserialise_us']:.1f} µs")
@@ -140,5 +252,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(REPO))
     sys.exit(main())
