@@ -77,6 +77,14 @@ class LatestState:
             return self._payload, self._stamp_ns
 
 
+def existing_cpu(cpu: int) -> int:
+    """``cpu`` if this machine has it, else ``ValueError`` naming the CPUs it has."""
+    count = os.cpu_count() or 1
+    if not 0 <= cpu < count:
+        raise ValueError(f"CPU {cpu} does not exist (this machine has CPUs 0-{count - 1})")
+    return cpu
+
+
 class TimingStats:
     """Fixed-size rings of step latency and compute time, and the deadline-miss count."""
 
@@ -124,6 +132,7 @@ class ControlLoop:
         state_wait_s: float = 0.004,
         late_after_s: float = 0.005,
         realtime_priority: int = 0,
+        cpus: frozenset[int] = frozenset(),
         record_queue: int = 1024,
     ) -> None:
         self.controller = controller
@@ -138,6 +147,7 @@ class ControlLoop:
         self._state_wait_s = state_wait_s
         self._late_after_ns = int(late_after_s * 1e9)
         self._priority = realtime_priority
+        self._cpus = cpus
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -148,7 +158,9 @@ class ControlLoop:
         self._mode_machine: int | None = None
         self._tick = 0
         self._dropped_records = 0
-        self.priority_note: str | None = None
+        self.scheduling_note: str | None = None
+        """Why the control thread runs without the requested priority or CPU (set by :meth:`start`)."""
+        self._scheduled = threading.Event()
         self.sink_errors: list[str] = []
 
     # --- operator side (any thread) -------------------------------------------------
@@ -176,6 +188,7 @@ class ControlLoop:
         ]
         for thread in self._threads:
             thread.start()
+        self._scheduled.wait(1.0)  # so scheduling_note is known on return
 
     def stop(self, timeout_s: float = 2.0) -> None:
         self._stop.set()
@@ -187,7 +200,8 @@ class ControlLoop:
 
     # --- control thread --------------------------------------------------------------
     def _run(self) -> None:
-        self._set_realtime_priority()
+        self._set_thread_scheduling()
+        self._scheduled.set()
         late = False
         deadline = time.monotonic_ns() + self._period_ns
         while not self._stop.is_set():
@@ -255,12 +269,20 @@ class ControlLoop:
             self.decode_errors += 1
             return RobotState(stamp_ns=arrival_ns, crc_ok=False)
 
-    def _set_realtime_priority(self) -> None:
+    def _set_thread_scheduling(self) -> None:
+        """SCHED_FIFO and CPU pinning of the control thread (Linux applies both per thread)."""
+        notes = []
+        if self._cpus:
+            try:
+                os.sched_setaffinity(0, self._cpus)
+            except OSError as exc:  # e.g. a cpuset without that CPU
+                notes.append(f"cannot pin the control thread to CPU {sorted(self._cpus)} ({exc.strerror}); not pinned")
         if self._priority > 0 and hasattr(os, "sched_setscheduler"):
             try:
                 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self._priority))
             except PermissionError:
-                self.priority_note = "SCHED_FIFO not permitted; running at normal priority"
+                notes.append("SCHED_FIFO not permitted; running at normal priority")
+        self.scheduling_note = "; ".join(notes) or None
 
     # --- sink thread -----------------------------------------------------------------
     def _drain(self) -> None:

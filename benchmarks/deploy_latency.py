@@ -7,11 +7,18 @@ so the figures come from an independent reader over the whole run. The deploy no
 its production timing parameters (late_after_ms 5); the control thread at SCHED_FIFO 80.
 
     .venv/bin/python benchmarks/deploy_latency.py [--motions 3] [--no-recorder] [--switch-interval-ms 5]
+                                                  [--control-cpu 1]
+
+``--control-cpu N`` runs the deploy node's control thread alone on CPU N (its ``control_cpu``
+parameter) and every process of the benchmark (simulator, recorder, supervisor, the deploy
+node's other threads, this reader) on the other CPUs, as on a robot computer with a core kept
+for control.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import threading
@@ -27,7 +34,7 @@ from asap_ros.dds import process_domain  # noqa: E402
 
 
 class PolicyStepReader:
-    """Collects (latency_ns, late, mode) of every PolicyStep_."""
+    """Collects (latency_ns, late, mode, compute_ns) of every PolicyStep_."""
 
     def __init__(self) -> None:
         from cyclonedds.core import Listener
@@ -37,13 +44,13 @@ class PolicyStepReader:
         from asap_ros.dds import participant
         from asap_ros.dds_types import POLICY_STEP_TOPIC, PolicyStep_
 
-        self.rows: list[tuple[int, bool, str]] = []
+        self.rows: list[tuple[int, bool, str, int]] = []
         self._lock = threading.Lock()
 
         def on_data(reader: DataReader) -> None:
             for step in reader.take(64):
                 with self._lock:
-                    self.rows.append((step.latency_ns, step.late, step.mode))
+                    self.rows.append((step.latency_ns, step.late, step.mode, step.compute_ns))
 
         dp = participant()
         self._reader = DataReader(dp, Topic(dp, POLICY_STEP_TOPIC, PolicyStep_), listener=Listener(on_data_available=on_data))
@@ -55,11 +62,15 @@ def main() -> None:
     parser.add_argument("--no-recorder", action="store_true")
     parser.add_argument("--switch-interval-ms", type=float, default=0.5,
                         help="deploy's sys.setswitchinterval (Python's default is 5 ms)")
+    parser.add_argument("--control-cpu", type=int, help="CPU kept for the control thread alone")
     parser.add_argument("--domain", type=int, default=process_domain())
     args = parser.parse_args()
+    deploy_params = {"late_after_ms": 5.0, "switch_interval_ms": args.switch_interval_ms}
+    if args.control_cpu is not None:
+        os.sched_setaffinity(0, os.sched_getaffinity(0) - {args.control_cpu})  # inherited by every child
+        deploy_params["control_cpu"] = args.control_cpu
     logs = Path(tempfile.mkdtemp(prefix="deploy_latency_"))
-    system = System(args.domain, logs,
-                    deploy_params={"late_after_ms": 5.0, "switch_interval_ms": args.switch_interval_ms})
+    system = System(args.domain, logs, deploy_params=deploy_params)
     steps = PolicyStepReader()
     recorder = None
     try:
@@ -80,12 +91,15 @@ def main() -> None:
         rows = list(steps.rows)
     latency_us = np.array([r[0] for r in rows if r[0] > 0], dtype=np.float64) / 1e3
     tracking = np.array([r[0] for r in rows if r[0] > 0 and r[2] == "TRACKING"], dtype=np.float64) / 1e3
+    compute_us = np.array([r[3] for r in rows if r[0] > 0], dtype=np.float64) / 1e3
     misses = sum(r[1] for r in rows)
+    placement = "shared CPUs" if args.control_cpu is None else f"control thread alone on CPU {args.control_cpu}"
     print(f"steps: {len(rows)} ({len(tracking)} tracking), recorder: {'on' if recorder else 'off'}, "
-          f"switch interval {args.switch_interval_ms:g} ms")
-    for name, values in (("all steps", latency_us), ("tracking", tracking)):
+          f"switch interval {args.switch_interval_ms:g} ms, {placement}")
+    for name, values in (("latency, all steps", latency_us), ("latency, tracking", tracking), ("compute", compute_us),
+                         ("arrival to compute start", latency_us - compute_us)):
         p50, p90, p99, pmax = np.percentile(values, [50, 90, 99, 100])
-        print(f"latency {name}: p50 {p50:.0f} us  p90 {p90:.0f} us  p99 {p99:.0f} us  max {pmax:.0f} us")
+        print(f"{name}: p50 {p50:.0f} us  p90 {p90:.0f} us  p99 {p99:.0f} us  max {pmax:.0f} us")
     print(f"deadline misses (late steps, > 5 ms past the deadline): {misses}  (logs: {logs})")
 
 

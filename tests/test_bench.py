@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ def test_bench_tick_prints_p50_p99_and_shares(assets, capsys) -> None:
     assert cli_main(["bench", "tick", "--steps", "250", "--warmup", "10"]) == 0
     out = capsys.readouterr().out
 
-    assert out.startswith("bench tick: CR7_level1, 250 steps after 10 warm-up")
+    assert out.startswith("bench tick: CR7_level1, 250 steps after 10 warm-up, back to back")
     shares = []
     for name in (*STAGES, "total step"):
         match = re.search(rf"^{re.escape(name)}{FIGURES}", out, re.M)
@@ -35,6 +36,16 @@ def test_bench_tick_prints_p50_p99_and_shares(assets, capsys) -> None:
     assert sum(shares[:-1]) == pytest.approx(100.0, abs=0.5) and shares[-1] == 100.0
     assert re.search(r"^target p99 < 150 us: (met|NOT met) \(p99 \d+\.\d us\)$", out, re.M)
     assert "CRC: 260/260 LowState_ valid, last LowCmd_ valid" in out
+
+
+def test_bench_tick_paced_at_the_control_period_takes_that_long(assets, capsys) -> None:
+    start = time.monotonic()
+    assert cli_main(["bench", "tick", "--steps", "40", "--warmup", "5", "--period-ms", "20"]) == 0
+    elapsed = time.monotonic() - start
+    out = capsys.readouterr().out
+    assert out.startswith("bench tick: CR7_level1, 40 steps after 5 warm-up, one every 20 ms")
+    assert elapsed >= 45 * 0.020  # absolute deadlines: never faster than the period
+    assert "CRC: 45/45 LowState_ valid, last LowCmd_ valid" in out
 
 
 def test_bench_samples_replay_the_clip_with_valid_crc(assets) -> None:
@@ -59,3 +70,6 @@ def test_bench_tick_rejects_bad_step_counts(capsys) -> None:
         cli_main(["bench", "tick", "--steps", "0"])
     assert exit_.value.code == 2
     assert "--steps: must be >= 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli_main(["bench", "tick", "--period-ms", "-5"])
+    assert "--period-ms: must be 0..1000 ms, got -5" in capsys.readouterr().err

@@ -9,6 +9,8 @@ deserialiser and CRC check. DDS transport itself is exercised by the sim and ROS
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import threading
 import time
 
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-from asap_ros.control_loop import ControlLoop, StepRecord
+from asap_ros.control_loop import ControlLoop, StepRecord, existing_cpu
 from asap_ros.controller import Controller, Mode, load_controller_config
 from asap_ros.g1 import LOWCMD_WIRE, lowcmd_crc_ok
 from asap_ros.paths import policies_dir
@@ -175,3 +177,43 @@ def test_malformed_sample_is_counted_and_never_used(rig) -> None:
     _wait(lambda: loop.decode_errors >= 1, loop)
     time.sleep(0.1)
     assert loop.controller.mode is Mode.HOLD, loop.controller.fault_reason
+
+
+def test_existing_cpu_names_the_cpus_of_the_machine() -> None:
+    count = os.cpu_count()
+    assert existing_cpu(count - 1) == count - 1
+    for cpu in (count, -1):
+        with pytest.raises(ValueError, match=re.escape(f"CPU {cpu} does not exist (this machine has CPUs 0-{count - 1})")):
+            existing_cpu(cpu)
+
+
+def test_control_thread_runs_on_its_cpus_and_the_process_keeps_its_own(rig) -> None:
+    loop, robot, _, _, _ = rig
+    robot.start()  # the rig's teardown stops it; the rig's own loop stays idle
+    before = os.sched_getaffinity(0)
+    cpu = max(before)
+    pinned = ControlLoop(loop.controller, lambda payload: None, cpus=frozenset({cpu}))
+    pinned.start()
+    try:
+        control = next(t for t in threading.enumerate() if t.name == "asap-control" and t.is_alive())
+        end = time.monotonic() + 5.0
+        while os.sched_getaffinity(control.native_id) != {cpu} and time.monotonic() < end:
+            time.sleep(0.01)
+        assert os.sched_getaffinity(control.native_id) == {cpu}
+        assert os.sched_getaffinity(0) == before
+        assert pinned.scheduling_note is None
+    finally:
+        pinned.stop()
+
+
+def test_a_cpu_the_thread_cannot_use_leaves_it_unpinned_with_a_note(rig) -> None:
+    loop, robot, _, _, _ = rig
+    robot.start()
+    unpinnable = ControlLoop(loop.controller, lambda payload: None, cpus=frozenset({4095}))
+    unpinnable.start()
+    try:
+        assert "cannot pin the control thread to CPU [4095]" in unpinnable.scheduling_note
+        control = next(t for t in threading.enumerate() if t.name == "asap-control")
+        assert control.is_alive()
+    finally:
+        unpinnable.stop()

@@ -120,6 +120,7 @@ def test_runtime_parameter_changes_are_validated(system):
     ("control_rate_hz:=fast", "control_rate_hz: must be a number (got 'fast')"),
     ("stand_up_duration_s:=0.1", "stand_up_duration_s: out of range"),
     ("default_motion:=moonwalk", "default_motion: not a loaded motion (known: kick_level1)"),
+    ("control_cpu:=4095", "control_cpu: CPU 4095 does not exist"),
 ])
 def test_deploy_refuses_to_start_with_a_bad_parameter(system, tmp_path, override, expected):
     name, value = override.split(":=")

@@ -6,6 +6,10 @@ inference, clip and joint targets), then :class:`JointCommand` -> raw ``LowCmd_`
 its CRC. The samples are serialised by the SDK from states that replay the policy's own clip
 (joint angles and velocities, root orientation and body rates) with sensor noise, one per
 control step; the runner is reset whenever a motion ends, as for a new run.
+
+Steps run back to back by default (the step's own cost, caches warm). With a period, each
+step starts on an absolute deadline and the thread sleeps in between, as in the control loop:
+what one step costs when the caches have gone cold since the last one.
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ class TickBenchResult:
     total_ns: np.ndarray
     states_crc_ok: int
     last_lowcmd_crc_ok: bool
+    period_s: float = 0.0
 
     @property
     def steps(self) -> int:
@@ -114,8 +119,9 @@ class TickBenchResult:
         import onnxruntime
 
         mean_total = float(self.total_ns.mean())
+        pacing = f"one every {self.period_s * 1e3:g} ms" if self.period_s else "back to back"
         lines = [
-            f"bench tick: {self.policy}, {self.steps} steps after {self.warmup} warm-up "
+            f"bench tick: {self.policy}, {self.steps} steps after {self.warmup} warm-up, {pacing} "
             f"(ONNX Runtime {onnxruntime.__version__}, 1 thread)",
             f"{'stage':<26}{'p50 us':>9}{'p99 us':>9}{'share':>9}",
         ]
@@ -133,9 +139,10 @@ class TickBenchResult:
 
 
 def run_tick_bench(
-    runner: PolicyRunner, actor: TimedActor, samples: list[bytes], steps: int, warmup: int
+    runner: PolicyRunner, actor: TimedActor, samples: list[bytes], steps: int, warmup: int, period_s: float = 0.0
 ) -> TickBenchResult:
-    """Run ``warmup + steps`` control steps on raw ``samples`` (indexed by the runner's tick)."""
+    """Run ``warmup + steps`` control steps on raw ``samples`` (indexed by the runner's tick),
+    one per ``period_s`` on absolute deadlines (0: back to back)."""
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
     encoder = LowCmdEncoder()
@@ -146,7 +153,12 @@ def run_tick_bench(
     crc_ok = 0
     lowcmd = None
     runner.reset()
+    period_ns = int(period_s * 1e9)
+    deadline = clock()
     for k in range(count):
+        if period_ns:
+            deadline += period_ns
+            time.sleep(max(0.0, (deadline - clock()) / 1e9))
         sample = samples[runner.tick]
         t0 = clock()
         state = decode_lowstate_cdr(sample, time.time_ns())
@@ -168,6 +180,7 @@ def run_tick_bench(
         total_ns=measured.sum(axis=1),
         states_crc_ok=crc_ok,
         last_lowcmd_crc_ok=lowcmd is not None and lowcmd_crc_ok(LowCmd_.deserialize(lowcmd)),
+        period_s=period_s,
     )
 
 
@@ -177,10 +190,12 @@ def policy_spec_path(policy: str) -> Path:
     return path if path.suffix in (".yaml", ".yml") else policies_dir() / f"{policy}.yaml"
 
 
-def bench_tick(policy: str = "CR7_level1", steps: int = 5000, warmup: int = 200, seed: int = 0) -> TickBenchResult:
+def bench_tick(
+    policy: str = "CR7_level1", steps: int = 5000, warmup: int = 200, seed: int = 0, period_s: float = 0.0
+) -> TickBenchResult:
     """Load the policy (real actor, real clip) and time ``steps`` control steps."""
     robot = load_robot_model()
     spec = load_policy_spec(policy_spec_path(policy), robot)
     actor = TimedActor(OnnxActor(spec.actor_path, spec))
     runner = PolicyRunner(spec, robot, actor)
-    return run_tick_bench(runner, actor, motion_lowstates(runner, seed), steps, warmup)
+    return run_tick_bench(runner, actor, motion_lowstates(runner, seed), steps, warmup, period_s)

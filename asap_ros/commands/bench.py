@@ -14,6 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tick.add_argument("--steps", type=_positive, default=5000, help="measured control steps (default: %(default)s)")
     tick.add_argument("--warmup", type=_non_negative, default=200, help="steps run first, not measured (default: %(default)s)")
     tick.add_argument("--seed", type=int, default=0, help="sensor-noise seed (default: %(default)s)")
+    tick.add_argument("--period-ms", type=_period, default=0.0,
+                      help="start one step per period, as the control loop does (20 for 50 Hz); "
+                           "0 runs them back to back (default: %(default)s)")
 
 
 def _positive(text: str) -> int:
@@ -30,9 +33,17 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _period(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1000.0:
+        raise argparse.ArgumentTypeError(f"must be 0..1000 ms, got {value:g}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from asap_ros.bench.tick import bench_tick
 
-    result = bench_tick(args.policy, steps=args.steps, warmup=args.warmup, seed=args.seed)
+    result = bench_tick(args.policy, steps=args.steps, warmup=args.warmup, seed=args.seed,
+                        period_s=args.period_ms / 1e3)
     print(result.report())
     return 0

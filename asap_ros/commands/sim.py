@@ -270,7 +270,7 @@ class RealTimeRun:
         loop = self.loop
         timing = {**loop.stats.summary(), "dropped_records": loop.dropped_records, "sink_errors": loop.sink_errors,
                   "ground_truth_samples": self.ground_truth.received}  # fmt: skip
-        notes = [note for note in (self.priority_note, loop.priority_note) if note]
+        notes = [note for note in (self.priority_note, loop.scheduling_note) if note]
         if notes:
             timing["priority_note"] = "; ".join(notes)
         return timing

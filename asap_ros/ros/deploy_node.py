@@ -108,6 +108,7 @@ class DeployNode:
             state_wait_s=p["state_wait_ms"] / 1e3,
             late_after_s=p["late_after_ms"] / 1e3,
             realtime_priority=p["realtime_priority"],
+            cpus=self._control_cpus(p["control_cpu"]),
         )
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -179,6 +180,14 @@ class DeployNode:
 
         return callback
 
+    def _control_cpus(self, cpu: int) -> frozenset[int]:
+        from asap_ros.control_loop import existing_cpu
+
+        try:
+            return frozenset({existing_cpu(cpu)}) if cpu >= 0 else frozenset()
+        except ValueError as exc:
+            raise ConfigError(self.params.source, "control_cpu", str(exc), cpu) from exc
+
     def _check_params(self, values: dict[str, Any]) -> None:
         """Cross-parameter rule, at start-up and on every runtime change: a loaded default motion."""
         motions = sorted(self.controller.policies)
@@ -223,6 +232,8 @@ class DeployNode:
         from asap_ros.dds import RawReader
 
         self.loop.start()
+        if self.loop.scheduling_note:
+            self.node.get_logger().warning(self.loop.scheduling_note)
         self._lowstate_reader = RawReader("rt/lowstate", LowState_, self.loop.latest.put)
 
     def shutdown(self) -> None:

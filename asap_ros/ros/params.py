@@ -65,6 +65,7 @@ DEPLOY_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("state_wait_ms", "float", "longest wait for a LowState after the deadline", low=0.0, high=20.0),
     ParamSpec("late_after_ms", "float", "a step finishing this long after its deadline is late", low=0.5, high=50.0),
     ParamSpec("realtime_priority", "int", "SCHED_FIFO priority of the control thread (0 = normal)", low=0, high=99),
+    ParamSpec("control_cpu", "int", "CPU the control thread is pinned to (-1 = not pinned)", low=-1, high=4095),
     ParamSpec("switch_interval_ms", "float", "Python thread switch interval (sys.setswitchinterval)", low=0.05, high=10.0),
     ParamSpec("state_publish_rate_hz", "float", "joint_states / imu publish rate", low=0.1, high=500.0, runtime=True),
     ParamSpec("diagnostics_rate_hz", "float", "diagnostics publish rate", low=0.1, high=50.0, runtime=True),
