@@ -23,6 +23,7 @@ published on ``~/lowcmd_writes`` (latched) with the state on ``~/state`` (latche
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import socket
@@ -333,6 +334,9 @@ class SupervisorNode:
 
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:
+        """Start the watchdog thread; start-up objects are frozen out of garbage collection (as
+        in :meth:`asap_ros.control_loop.ControlLoop.start`) so no collection stalls a takeover."""
+        gc.freeze()
         self._thread.start()
 
     def stop(self) -> None:
