@@ -2,6 +2,7 @@
 
     ros2 launch asap_ros robot.launch.py network_interface:=eth0
     ros2 launch asap_ros robot.launch.py network_interface:=eth0 policies:="[kick_level1.yaml]" default_motion:=kick_level1
+    ros2 launch asap_ros robot.launch.py network_interface:=eth0 control_cpu:=3   # core 3 kept for control
 
 Defaults come from config/deploy.yaml and config/supervisor.yaml; the arguments override them.
 """
@@ -27,6 +28,10 @@ def generate_launch_description() -> LaunchDescription:
                               description="YAML list of policy specs (package policies/ or absolute paths)"),
         DeclareLaunchArgument("default_motion", default_value="kick_level1", description="motion of ~/start"),
         DeclareLaunchArgument("estop_combo", default_value="L2+B", description="wireless-remote e-stop combo"),
+        DeclareLaunchArgument("realtime_priority", default_value="80",
+                              description="SCHED_FIFO priority of the control thread (needs CAP_SYS_NICE; 0 = normal)"),
+        DeclareLaunchArgument("control_cpu", default_value="-1",
+                              description="CPU kept for the control thread alone (e.g. one in isolcpus); -1 = not pinned"),
         Node(
             package="asap_ros",
             executable="asap_deploy",
@@ -36,7 +41,9 @@ def generate_launch_description() -> LaunchDescription:
                 PathJoinSubstitution([config, "deploy.yaml"]),
                 {**network,
                  "policies": LaunchConfiguration("policies"),
-                 "default_motion": LaunchConfiguration("default_motion")},
+                 "default_motion": LaunchConfiguration("default_motion"),
+                 "realtime_priority": ParameterValue(LaunchConfiguration("realtime_priority"), value_type=int),
+                 "control_cpu": ParameterValue(LaunchConfiguration("control_cpu"), value_type=int)},
             ],
         ),
         Node(

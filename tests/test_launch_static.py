@@ -1,7 +1,9 @@
 """Launch files checked without ROS launch (not installable here): parsed with ``ast``.
 
 Every node is ``launch_ros.actions.Node(package='asap_ros', executable=<console script of
-setup.py>)``, every config/launch file named exists, every LaunchConfiguration is declared.
+setup.py>)``, every config/launch file named exists, every LaunchConfiguration is declared,
+every parameter given to a node is one of that node's and a typed launch argument's default is
+a value the node accepts.
 """
 
 from __future__ import annotations
@@ -101,3 +103,68 @@ def test_included_launch_arguments_are_declared_by_the_included_file():
             arguments = keyword(include, "launch_arguments")
             passed = {k.value for d in ast.walk(arguments) if isinstance(d, ast.Dict) for k in d.keys} if arguments else set()
             assert passed <= declared, f"{path.name} passes {sorted(passed - declared)} to {target}"
+
+
+def node_params() -> dict[str, dict]:
+    """Each console script's ROS parameters, by name (the nodes' own ParamSpec lists)."""
+    from asap_ros.recording.config import RECORDER_PARAMS
+    from asap_ros.ros.mocap_node import MOCAP_PARAMS
+    from asap_ros.ros.params import DEPLOY_PARAMS, SUPERVISOR_PARAMS
+
+    specs = {"asap_deploy": DEPLOY_PARAMS, "asap_supervisor": SUPERVISOR_PARAMS,
+             "asap_recorder": RECORDER_PARAMS, "asap_mocap": MOCAP_PARAMS}
+    return {script: {spec.name: spec for spec in params} for script, params in specs.items()}
+
+
+def dict_items(value: ast.expr, bound: dict[str, ast.expr]) -> list[tuple[str, ast.expr]]:
+    """``(key, value)`` of a dict literal, following ``**name`` and names bound to dict literals."""
+    if isinstance(value, ast.Name):
+        value = bound[value.id]
+    if not isinstance(value, ast.Dict):
+        return []  # a params file
+    items = []
+    for key, item in zip(value.keys, value.values):
+        items += dict_items(item, bound) if key is None else [(key.value, item)]
+    return items
+
+
+def bindings(tree: ast.AST) -> dict[str, ast.expr]:
+    """Names assigned in the launch file (``a = ...`` and ``a, b = x, y``) and their values."""
+    bound = {}
+    for assign in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
+        for target in assign.targets:
+            if isinstance(target, ast.Name):
+                bound[target.id] = assign.value
+            elif isinstance(target, ast.Tuple) and isinstance(assign.value, ast.Tuple):
+                bound.update({t.id: v for t, v in zip(target.elts, assign.value.elts) if isinstance(t, ast.Name)})
+    return bound
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_node_parameter_exists_and_its_launch_default_is_valid(path):
+    from asap_ros.ros.params import check_value
+
+    tree = ast.parse(path.read_text())
+    bound = bindings(tree)
+    defaults = {first_string(c): keyword(c, "default_value") for c in calls(tree, "DeclareLaunchArgument")}
+    params = node_params()
+    for node in calls(tree, "Node"):
+        script = keyword(node, "executable").value
+        given = keyword(node, "parameters")
+        if given is None:
+            continue
+        for element in given.elts:
+            for name, value in dict_items(element, bound):
+                assert name in params[script], f"{path.name}: {script} has no parameter {name!r}"
+                if not (isinstance(value, ast.Call) and getattr(value.func, "id", None) == "ParameterValue"):
+                    continue
+                configuration = value.args[0]
+                if isinstance(configuration, ast.Name):
+                    configuration = bound[configuration.id]
+                argument = first_string(configuration)
+                kind = keyword(value, "value_type").id
+                spec = params[script][name]
+                assert kind == spec.kind, f"{path.name}: {name} is {spec.kind}, launched as {kind}"
+                default = defaults[argument]
+                if isinstance(default, ast.Constant):
+                    check_value(spec, {"int": int, "float": float}[kind](default.value), path.name)
