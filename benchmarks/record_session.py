@@ -108,19 +108,30 @@ def deploy_published(log: Path) -> dict[str, int]:
 
 
 def run_motions(system: System, duration_s: float) -> tuple[int, int]:
-    """Track the default motion again and again until ``duration_s`` has passed; (runs, faults):
-    a run ending in DAMPING (fall, safety fault) is followed by Reset and Stand."""
-    mode = "/asap_deploy/mode"
+    """Start the default motion again and again until ``duration_s`` has passed; (runs, faults).
+    DAMPING (a fall or a safety fault, in a run or in HOLD) is counted and followed by Reset and
+    Stand, as an operator would."""
+    ros = system.ros
+
+    def mode() -> str | None:
+        return ros.latched.get("/asap_deploy/mode")
+
     runs = faults = 0
     end = time.monotonic() + duration_s
     while time.monotonic() < end:
-        system.track()
-        if not system.ros.spin_until(lambda: system.ros.latched.get(mode) in ("HOLD", "DAMPING"), MOTION_TIMEOUT_S):
-            raise SystemExit(f"motion did not finish: {system.ros.latched}")
-        runs += 1
-        if system.ros.latched[mode] == "DAMPING":
+        if mode() == "DAMPING":
             faults += 1
             system.reset_and_stand()
+            continue
+        ok, message = ros.trigger("/asap_deploy/start")
+        if not ok:
+            if mode() == "DAMPING":
+                continue
+            raise SystemExit(f"start refused: {message}")
+        started = ros.spin_until(lambda: mode() != "HOLD", 30.0)
+        if not (started and ros.spin_until(lambda: mode() in ("HOLD", "DAMPING"), MOTION_TIMEOUT_S)):
+            raise SystemExit(f"motion did not finish: {ros.latched}")
+        runs += mode() == "HOLD"
     return runs, faults
 
 
@@ -181,18 +192,27 @@ def print_latency(rows: list[tuple]) -> None:
           f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {sum(r[1] for r in rows)}")
 
 
+def recorder_param(text: str) -> tuple[str, str]:
+    """``name:=value`` -> (name, value)."""
+    name, sep, value = text.partition(":=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected name:=value, got {text!r}")
+    return name, value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of motions (whole runs)")
     parser.add_argument("--output", type=Path, help="bag parent directory (default: a temporary one)")
     parser.add_argument("--domain", type=int, default=process_domain())
-    parser.add_argument("-p", dest="params", action="append", default=[], help="extra recorder parameter name:=value")
+    parser.add_argument("-p", dest="params", action="append", default=[], type=recorder_param,
+                        help="extra recorder parameter name:=value")
     args = parser.parse_args(argv)
 
     logs = Path(tempfile.mkdtemp(prefix="record_session_"))
     output = args.output or logs
     params = {"output_dir": str(output), "bag_name": BAG_NAME, "min_free_mb": 100.0,
-              **dict(p.split(":=", 1) for p in args.params)}
+              **dict(args.params)}
     recorder = node_process("recorder_node", args.domain, params, logs / "recorder.log")
     try:
         system = System(args.domain, logs, deploy_params={"late_after_ms": LATE_AFTER_MS},
@@ -230,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     recorded, lowstate_ticks, control_ticks = read_bag(bag)
     size_mb = sum(f.stat().st_size for f in bag.glob("*.mcap")) / 1e6
 
-    print(f"session {wall:.0f} s: {runs} runs of the motion ({faults} ended in DAMPING); bag {size_mb:.0f} MB (logs: {logs})")
+    print(f"session {wall:.0f} s: {runs} runs of the motion, {faults} faults (DAMPING, then Reset + Stand); bag {size_mb:.0f} MB (logs: {logs})")
     print(f"{'topic':<20} {'publisher':<15} {'published':>10} {'recorded':>10}")
     complete = True
     for topic, (source, sent) in published.items():
