@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ros_e2e import ROOT, System
+from ros_e2e import ROOT, System, node_process
 
 
 @pytest.fixture(scope="module")
@@ -55,3 +55,18 @@ def test_enter_on_the_supervisor_terminal_damps_the_robot(system, tmp_path):
         process.terminate()
         process.wait(10)
         os.close(controller)
+
+
+def test_an_estop_while_the_deploy_node_is_down_reaches_it_when_it_comes_back(system):
+    """The supervisor keeps forwarding an unacknowledged e-stop: a deploy node started after it
+    goes to DAMPING without anyone asking again. (Last in this module: it leaves a takeover.)"""
+    system.kill_deploy()
+    assert system.ros.spin_until(
+        lambda: system.ros.latched.get("/asap_supervisor/state", "").startswith("TAKEOVER"), 10.0)
+    ok, message = system.ros.trigger("/asap_supervisor/estop")
+    assert ok, message
+    system.ros.latched.pop("/asap_deploy/mode", None)
+    system.deploy = node_process("deploy_node", system.domain, system.deploy_params, system.logs / "deploy_late.log")
+    assert system.ros.wait_mode("DAMPING", 60.0), (system.ros.latched, system.log("deploy_late"))
+    assert system.ros.spin_until(
+        lambda: system.ros.latched.get("/asap_deploy/fault") == "e-stop: operator e-stop (~/estop service)", 5.0), system.ros.latched

@@ -307,12 +307,16 @@ class SupervisorNode:
         if not self._deploy_estop.service_is_ready():
             return False
         with self._lock:
-            if self._forward_future is not None and not self._forward_future.done():
+            if self._forward_in_flight():
                 return True
             self._forward_sent_s = time.monotonic()
             future = self._forward_future = self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
         future.add_done_callback(self._on_forward_done)  # may run at once: outside the lock
         return True
+
+    def _forward_in_flight(self) -> bool:
+        future = self._forward_future  # rclpy: a cancelled future is not done()
+        return future is not None and not (future.done() or future.cancelled())
 
     def _on_forward_done(self, future: Any) -> None:
         response = future.result()
@@ -325,7 +329,7 @@ class SupervisorNode:
         if not self._forward_pending:
             return
         waited_s = time.monotonic() - self._forward_sent_s
-        in_flight = self._forward_future is not None and not self._forward_future.done()
+        in_flight = self._forward_in_flight()
         if in_flight and waited_s >= self.FORWARD_TIMEOUT_S:
             self._forward_future.cancel()  # request or response lost: send again
             in_flight = False
