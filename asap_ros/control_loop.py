@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -46,10 +46,19 @@ class StepRecord:
     late: bool
 
 
-class LatestState:
-    """The newest raw ``LowState`` sample and its arrival stamp, from the DDS thread to the loop.
+class StateSource(Protocol):
+    """Where the loop gets raw ``LowState`` samples with their arrival stamps."""
 
-    ``put`` has the :data:`asap_ros.dds.PayloadHandler` signature: pass it to ``RawReader``.
+    def newest(self) -> tuple[bytes | None, int]: ...
+
+    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int]: ...
+
+
+class LatestState:
+    """A :class:`StateSource` fed by another thread calling :meth:`put` (an in-process robot).
+
+    On DDS the loop reads :class:`asap_ros.dds.PolledReader` itself instead: a listener
+    feeding ``put`` would run Python on Cyclone's receive thread.
     """
 
     def __init__(self) -> None:
@@ -120,9 +129,11 @@ class TimingStats:
 class ControlLoop:
     """Runs a :class:`Controller` at a fixed rate on its own thread.
 
-    ``write_lowcmd(payload)`` is the only I/O on the control path: the DDS write of the LowCmd
-    as raw XCDR1 bytes (``RawWriter("rt/lowcmd", LowCmd_).write``). ``last_state`` is the
-    newest decoded state, for publishers on other threads (read it, never mutate it).
+    ``write_lowcmd(payload)`` is the only output on the control path: the DDS write of the
+    LowCmd as raw XCDR1 bytes (``RawWriter("rt/lowcmd", LowCmd_).write``); ``states`` the
+    input (``PolledReader("rt/lowstate", LowState_)`` on DDS; default a :class:`LatestState`
+    to ``put`` samples into). ``last_state`` is the newest decoded state, for publishers on
+    other threads (read it, never mutate it).
     """
 
     def __init__(
@@ -135,9 +146,10 @@ class ControlLoop:
         realtime_priority: int = 0,
         cpus: frozenset[int] = frozenset(),
         record_queue: int = 1024,
+        states: StateSource | None = None,
     ) -> None:
         self.controller = controller
-        self.latest = LatestState()
+        self.states = states if states is not None else LatestState()
         self.stats = TimingStats()
         self.mocap_stamp_ns = 0
         self.last_state: RobotState | None = None
@@ -215,10 +227,10 @@ class ControlLoop:
                 break
             if woken:
                 self._wake.clear()
-                self._step(*self.latest.newest(), late=False)
+                self._step(*self.states.newest(), late=False)
                 continue
             # a sample arriving after the deadline: fresh, and its arrival starts the latency
-            self._step(*self.latest.next_arrival(self._state_wait_s), late)
+            self._step(*self.states.next_arrival(self._state_wait_s), late)
             finished = time.monotonic_ns()
             late = finished > deadline + self._late_after_ns
             if late:

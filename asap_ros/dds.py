@@ -4,9 +4,10 @@ unitree_sdk2py's channel factory is process-global: :func:`init_channels` initia
 once per process (Cyclone DDS on the given network interface, ``lo`` for a simulator on this
 machine) and refuses a second, different domain or interface.
 
-:class:`RawWriter` and :class:`RawReader` move XCDR1 bytes on a typed topic without the
-Python (de)serialiser, which costs about 0.5 ms per hg ``LowState_``: the simulator uses them
-with :mod:`asap_ros.g1`'s wire layouts. Peers see ordinary samples of the topic's type.
+:class:`RawWriter`, :class:`RawReader` and :class:`PolledReader` move XCDR1 bytes on a typed
+topic without the Python (de)serialiser, which costs about 0.5 ms per hg ``LowState_``: the
+simulator and the control loop use them with :mod:`asap_ros.g1`'s wire layouts. Peers see
+ordinary samples of the topic's type.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import time
 from typing import Callable
 
 from cyclonedds._clayer import ddspy_take, ddspy_write  # the C layer under DataWriter.write / DataReader.take
-from cyclonedds.core import DDSException, InstanceState, Listener, SampleState, ViewState
+from cyclonedds.core import DDSException, InstanceState, Listener, ReadCondition, SampleState, ViewState, WaitSet
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.pub import DataWriter
+from cyclonedds.qos import Policy, Qos
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
@@ -133,6 +135,57 @@ class RawReader:
 
     def close(self) -> None:
         """Delete the reader; returns after any running handler call finished."""
+        close_entity(self._reader)
+
+
+class PolledReader:
+    """The newest raw sample of a topic, taken by the thread that asks for it.
+
+    No listener: Cyclone's receive thread never waits for Python's GIL. (A Python listener at
+    the robot's 500 Hz stalls reception in the whole process whenever another thread holds the
+    GIL, and the control loop then finds no fresh state.) The waiting thread blocks in a waitset
+    with the GIL released. Same interface as :class:`asap_ros.control_loop.LatestState`; one
+    thread at a time. A sample is stamped when it is taken: on arrival for one that wakes
+    :meth:`next_arrival`, at most one reader poll late for one found already waiting.
+    """
+
+    _MASK = SampleState.Any | ViewState.Any | InstanceState.Any
+
+    def __init__(self, topic: str, idl_type: type) -> None:
+        dp = participant()
+        self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=Qos(Policy.History.KeepLast(1)))
+        self._waitset = WaitSet(dp)
+        self._waitset.attach(ReadCondition(self._reader, SampleState.NotRead | ViewState.Any | InstanceState.Any))
+        self._payload: bytes | None = None
+        self._stamp_ns = 0
+
+    def _take(self) -> bool:
+        """Keep the newest valid sample waiting in the reader; False if there was none."""
+        samples = ddspy_take(self._reader._ref, self._MASK, 4)
+        if isinstance(samples, int):
+            raise DDSException(samples, "raw take")
+        valid = [data for data, info in samples if info.valid_data]
+        if valid:
+            self._payload, self._stamp_ns = valid[-1], time.time_ns()
+        return bool(valid)
+
+    def newest(self) -> tuple[bytes | None, int]:
+        """``(payload, stamp_ns)`` of the newest sample (``None`` before the first)."""
+        self._take()
+        return self._payload, self._stamp_ns
+
+    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int]:
+        """The first sample to arrive after this call, or the newest one after ``timeout_s``."""
+        self._take()  # waiting already: not the next arrival
+        deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
+        while (left_ns := deadline_ns - time.monotonic_ns()) > 0:
+            self._waitset.wait(left_ns)
+            if self._take():
+                break
+        return self._payload, self._stamp_ns
+
+    def close(self) -> None:
+        close_entity(self._waitset)
         close_entity(self._reader)
 
 

@@ -112,7 +112,7 @@ def rig():
         holder["robot"].follow(payload)
 
     loop = ControlLoop(controller, write)
-    holder["robot"] = FollowingRobot(loop.latest.put, np.zeros(NUM_MOTORS))
+    holder["robot"] = FollowingRobot(loop.states.put, np.zeros(NUM_MOTORS))
     records: list[StepRecord] = []
     loop.add_sink(records.append)
     yield loop, holder["robot"], written, records, config

@@ -29,7 +29,7 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
 from asap_ros import g1
-from asap_ros.dds import RawReader, RawWriter, close_entity, init_channels, participant
+from asap_ros.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.robot import load_robot_model
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.control import CONTROL_QOS, SimControlClient
@@ -178,6 +178,27 @@ def test_lowstate_arrives_at_configured_rate_with_valid_crc(dds_domain, lowcmd_p
         np.testing.assert_allclose(record["imu_state"]["quaternion"], gt.pelvis_quat_wxyz, atol=1e-6)
         np.testing.assert_allclose(record["motor_state"]["q"][:NUM_MOTORS], gt.q, atol=1e-6)
         assert gt.band_enabled and abs(gt.sim_time * 1000 - gt.tick) < 1e-6
+
+
+def test_polled_reader_takes_each_next_lowstate_and_keeps_the_newest_when_none_comes(dds_domain, lowcmd_pub):
+    """The control loop's input: no listener; the asking thread takes samples from the reader."""
+    reader = PolledReader("rt/lowstate", LowState_)
+    try:
+        with running_sim(dds_domain) as sim:
+            assert reader.next_arrival(5.0)[0] is not None
+            ticks = []
+            for _ in range(20):
+                asked = time.time_ns()
+                payload, stamp_ns = reader.next_arrival(0.5)
+                assert stamp_ns >= asked  # arrived after the call
+                ticks.append(int(g1.LOWSTATE_WIRE.from_cdr(payload)["tick"]))
+            published = sim.lowstates_published
+        assert all(later > earlier for earlier, later in zip(ticks, ticks[1:])), ticks
+        assert published >= 20
+        newest = reader.newest()
+        assert reader.next_arrival(0.2) == newest  # simulator stopped: nothing new, the newest stays
+    finally:
+        reader.close()
 
 
 def test_lowcmd_from_encoder_moves_a_joint_to_its_target(dds_domain, lowcmd_pub, robot):

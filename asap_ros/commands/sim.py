@@ -218,11 +218,9 @@ class RealTimeRun:
         dds.init_channels(domain, "lo")
         lowcmd = dds.RawWriter(LOWCMD_TOPIC, LowCmd_)
         self._closers.append(lowcmd)
-        self.loop = ControlLoop(self.setup.controller, lowcmd.write, realtime_priority=self.rt_priority)
-        self._closers += [
-            dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload),
-            dds.RawReader(LOWSTATE_TOPIC, LowState_, self.loop.latest.put),  # stamped on arrival, decoded by the loop
-        ]
+        lowstate = dds.PolledReader(LOWSTATE_TOPIC, LowState_)  # read by the control thread itself
+        self.loop = ControlLoop(self.setup.controller, lowcmd.write, realtime_priority=self.rt_priority, states=lowstate)
+        self._closers += [lowstate, dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload)]
         self.loop.add_sink(self._trace_step)
         if recording:
             from asap_ros.dds_types import PolicyStepPublisher
@@ -337,7 +335,7 @@ def _wait_for_simulator(loop, process: subprocess.Popen, out_dir: Path) -> None:
 
     deadline = time.monotonic() + SIM_READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        msg, _ = loop.latest.next_arrival(0.1)
+        msg, _ = loop.states.next_arrival(0.1)
         if msg is not None:
             return
         if process.poll() is not None:

@@ -109,6 +109,7 @@ class DeployNode:
             late_after_s=p["late_after_ms"] / 1e3,
             realtime_priority=p["realtime_priority"],
             cpus=self._control_cpus(p["control_cpu"]),
+            states=self._open_lowstate_reader(),
         )
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -141,6 +142,13 @@ class DeployNode:
 
         init_channels(domain, interface)
         return RawWriter("rt/lowcmd", LowCmd_)
+
+    def _open_lowstate_reader(self) -> Any:
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
+
+        from asap_ros.dds import PolledReader
+
+        return PolledReader("rt/lowstate", LowState_)
 
     def _open_policy_step_channel(self) -> Any:
         from asap_ros.dds_types import PolicyStepPublisher
@@ -226,15 +234,10 @@ class DeployNode:
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the control thread, then feed it rt/lowstate."""
-        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
-
-        from asap_ros.dds import RawReader
-
+        """Start the control thread (it reads rt/lowstate itself)."""
         self.loop.start()
         if self.loop.scheduling_note:
             self.node.get_logger().warning(self.loop.scheduling_note)
-        self._lowstate_reader = RawReader("rt/lowstate", LowState_, self.loop.latest.put)
 
     def shutdown(self) -> None:
         """Damp the robot (a clean exit never leaves it holding a pose unattended), stop, and log

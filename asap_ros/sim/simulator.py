@@ -105,6 +105,10 @@ class Simulator:
         self.steps = 0
         self.resyncs = 0
         self.lowstates_published = 0
+        self.lowstate_gaps = 0
+        """Intervals between consecutive LowState writes longer than twice the nominal period."""
+        self._max_gap_ns = 0
+        self._last_publish_ns = 0
         self.controls_applied = 0
         self.controls_rejected = 0
         self.last_control_problem = ""
@@ -261,6 +265,11 @@ class Simulator:
         stamp_ns = time.time_ns()
         self._lowstate_writer.write(payload)
         self.lowstates_published += 1
+        now_ns = time.monotonic_ns()
+        gap_ns = now_ns - (self._last_publish_ns or now_ns)
+        self.lowstate_gaps += gap_ns > 2e9 / self.config.lowstate_rate_hz
+        self._max_gap_ns = max(self._max_gap_ns, gap_ns)
+        self._last_publish_ns = now_ns
         self._gt_writer.write(
             GroundTruth_(
                 tick=tick & 0xFFFFFFFF, stamp_ns=stamp_ns, sim_time=physics.time,
@@ -287,6 +296,7 @@ class Simulator:
             "step_cost_us": {"p50": p50, "p99": p99, "max": pmax},
             "resyncs": self.resyncs,
             "lowstates_published": self.lowstates_published,
+            "lowstate_gaps": {"over_2_periods": self.lowstate_gaps, "max_ms": self._max_gap_ns / 1e6},
             "commands": {
                 "received": intake.received,
                 "accepted": intake.accepted,
