@@ -49,6 +49,8 @@ class PolicyStepReader:
 
         def on_data(reader: DataReader) -> None:
             for step in reader.take(64):
+                if not isinstance(step, PolicyStep_):
+                    continue  # InvalidSample: the writer went away
                 with self._lock:
                     self.rows.append((step.latency_ns, step.late, step.mode, step.compute_ns))
 
