@@ -18,7 +18,7 @@ import time
 from typing import Callable
 
 from cyclonedds._clayer import ddspy_take, ddspy_write  # the C layer under DataWriter.write / DataReader.take
-from cyclonedds.core import DDSException, InstanceState, Listener, ReadCondition, SampleState, ViewState, WaitSet
+from cyclonedds.core import DDSException, GuardCondition, InstanceState, ReadCondition, SampleState, ViewState, WaitSet
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.pub import DataWriter
 from cyclonedds.qos import Policy, Qos
@@ -108,33 +108,55 @@ class RawWriter:
 
 
 PayloadHandler = Callable[[bytes, int], None]
-"""``handler(payload, stamp_ns)``: called on the DDS thread for every received sample."""
+"""``handler(payload, stamp_ns)``: called on the reader's own thread for every received sample."""
 
 
 class RawReader:
-    """Hands each received sample's XCDR1 bytes (with header) and its arrival stamp to a handler."""
+    """Hands each received sample's XCDR1 bytes (with header) and its arrival stamp to a handler.
+
+    The handler runs on a thread of this reader, which waits in a waitset with the GIL
+    released; Cyclone's receive thread never runs Python. (A listener would: it then waits for
+    the GIL whenever another thread holds it, stalling all reception in the process, and a
+    write from this process on the same topic, which holds the GIL, would deadlock.) Samples
+    queue in the reader's history (``depth``) while the handler runs.
+    """
 
     _MASK = SampleState.Any | ViewState.Any | InstanceState.Any
 
-    def __init__(self, topic: str, idl_type: type, handler: PayloadHandler, batch: int = 16) -> None:
+    def __init__(
+        self, topic: str, idl_type: type, handler: PayloadHandler, depth: int = 64, ignore_local: bool = False
+    ) -> None:
         dp = participant()
+        policies = [Policy.History.KeepLast(depth), *([Policy.IgnoreLocal.Participant] if ignore_local else [])]
         self._handler = handler
-        self._batch = batch
-        self._reader = DataReader(dp, Topic(dp, topic, idl_type), listener=Listener(on_data_available=self._on_data))
+        self._depth = depth
+        self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=Qos(*policies))
+        self._waitset = WaitSet(dp)
+        self._waitset.attach(ReadCondition(self._reader, SampleState.NotRead | ViewState.Any | InstanceState.Any))
+        self._closing = GuardCondition(dp)
+        self._waitset.attach(self._closing)
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name=f"dds {topic}", daemon=True)
+        self._thread.start()
 
-    def _on_data(self, reader: DataReader | None) -> None:
-        stamp_ns = time.time_ns()
-        if reader is None:  # called while the reader is being deleted
-            return
-        samples = ddspy_take(reader._ref, self._MASK, self._batch)
-        if isinstance(samples, int):
-            raise DDSException(samples, "raw take")
-        for data, info in samples:
-            if info.valid_data:
-                self._handler(data, stamp_ns)
+    def _run(self) -> None:
+        while not self._stop:
+            self._waitset.wait(1_000_000_000)
+            stamp_ns = time.time_ns()
+            samples = ddspy_take(self._reader._ref, self._MASK, self._depth)
+            if isinstance(samples, int):
+                raise DDSException(samples, "raw take")
+            for data, info in samples:
+                if info.valid_data and not self._stop:
+                    self._handler(data, stamp_ns)
 
     def close(self) -> None:
-        """Delete the reader; returns after any running handler call finished."""
+        """Stop the thread (after a running handler call returns) and delete the reader."""
+        self._stop = True
+        self._closing.set(True)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(5.0)
+        close_entity(self._waitset)
         close_entity(self._reader)
 
 

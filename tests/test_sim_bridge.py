@@ -201,6 +201,31 @@ def test_polled_reader_takes_each_next_lowstate_and_keeps_the_newest_when_none_c
         reader.close()
 
 
+def test_raw_reader_gets_this_process_own_writes_unless_told_to_ignore_them(dds_domain, lowcmd_pub):
+    """The handler runs on the reader's thread, not Cyclone's: a write from this process (which
+    holds the GIL while Cyclone delivers locally) neither deadlocks nor is lost."""
+    init_channels(dds_domain, "lo")
+    received: list[bytes] = []
+    ignored: list[bytes] = []
+    own = RawReader("rt/raw_reader_test", LowCmd_, lambda payload, _stamp: received.append(payload))
+    foreign_only = RawReader("rt/raw_reader_test", LowCmd_, lambda payload, _stamp: ignored.append(payload),
+                             ignore_local=True)
+    writer = RawWriter("rt/raw_reader_test", LowCmd_)
+    encoder = g1.LowCmdEncoder()
+    command = JointCommand(kp=np.ones(NUM_MOTORS))
+    sent = [encoder.encode_cdr(command, mode_machine) for mode_machine in range(50)]
+    try:
+        for payload in sent:
+            writer.write(payload)
+            time.sleep(0.002)
+        wait_for(lambda: len(received) == len(sent), 5.0, "own writes")
+        time.sleep(0.1)
+    finally:
+        for entity in (own, foreign_only, writer):
+            entity.close()
+    assert received == sent and ignored == []
+
+
 def test_lowcmd_from_encoder_moves_a_joint_to_its_target(dds_domain, lowcmd_pub, robot):
     encoder = g1.LowCmdEncoder()
     target = command(robot, m18=1.0)

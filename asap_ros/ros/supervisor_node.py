@@ -119,39 +119,6 @@ class Watchdog:
         return min(candidates)
 
 
-class ForeignLowCmdReader:
-    """Raw rt/lowcmd samples from other processes only (``IgnoreLocal``).
-
-    The supervisor writes rt/lowcmd itself, and cyclonedds-python keeps the GIL while writing:
-    delivering its own samples to a Python listener in this process would deadlock (the
-    writer waits for the listener, the listener for the GIL).
-    """
-
-    def __init__(self, handler: Any):
-        from cyclonedds.core import InstanceState, Listener, SampleState, ViewState
-        from cyclonedds.qos import Policy, Qos
-        from cyclonedds.sub import DataReader
-        from cyclonedds.topic import Topic
-        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
-
-        from asap_ros.dds import participant
-
-        self._handler = handler
-        self._mask = SampleState.Any | ViewState.Any | InstanceState.Any
-        dp = participant()
-        self._reader = DataReader(dp, Topic(dp, "rt/lowcmd", LowCmd_), qos=Qos(Policy.IgnoreLocal.Participant),
-                                  listener=Listener(on_data_available=self._on_data))
-
-    def _on_data(self, reader: Any) -> None:
-        from cyclonedds._clayer import ddspy_take
-
-        stamp_ns = time.time_ns()
-        samples = ddspy_take(reader._ref, self._mask, 16)
-        for data, info in samples if not isinstance(samples, int) else ():
-            if info.valid_data:
-                self._handler(data, stamp_ns)
-
-
 class SupervisorNode:
     """The supervisor's DDS readers/writer, ROS interface and watchdog thread."""
 
@@ -215,8 +182,10 @@ class SupervisorNode:
 
         init_channels(domain, interface)
         writer = RawWriter("rt/lowcmd", LowCmd_)
-        # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per 500 Hz LowState
-        self._readers = [RawReader("rt/lowstate", LowState_, self._on_lowstate), ForeignLowCmdReader(self._on_lowcmd)]
+        # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per 500 Hz LowState;
+        # rt/lowcmd from other processes only: this process's own damping stream is not the deploy's
+        self._readers = [RawReader("rt/lowstate", LowState_, self._on_lowstate, depth=1),
+                         RawReader("rt/lowcmd", LowCmd_, self._on_lowcmd, ignore_local=True)]
         return writer
 
     # --- inputs (DDS and executor threads) ---------------------------------------------
