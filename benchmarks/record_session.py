@@ -11,8 +11,9 @@ started first. The deploy node runs ``--motion`` start -> track -> HOLD again an
   and policy-step control ticks are missing, if any;
 - the UDP datagrams the kernel dropped on the recorder's sockets (receive buffer full);
 - the recorder's CPU share (user+system time / wall time of its process) and peak memory;
-- control step latency p50/p99/max and deadline misses, from every ``PolicyStep_`` seen by
-  an independent reader in this process;
+- control step latency p50/p99/max and deadline misses, from every policy step in the bag
+  (no reader of ours competes for the GIL with the simulator in this process), and the
+  simulator's own LowState publish gaps (a stalled state stream makes steps late);
 - the per-message cost of storing the DDS bytes unchanged against decoding and re-serialising.
 
     flock /tmp/asap-bench.lock .venv/bin/python benchmarks/record_session.py --duration 600
@@ -32,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from deploy_latency import PolicyStepReader  # also puts tests/ (ros_e2e) on sys.path
-from ros_e2e import System, node_process
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from ros_e2e import System, node_process  # noqa: E402
 
 from asap_ros.dds import process_domain
 from asap_ros.recording import topics as T
@@ -107,21 +109,32 @@ def deploy_published(log: Path) -> dict[str, int]:
     raise SystemExit(f"asap_deploy did not report its published counts (log: {log})")
 
 
-def run_motions(system: System, duration_s: float) -> tuple[int, int]:
-    """Start the default motion again and again until ``duration_s`` has passed; (runs, faults).
-    DAMPING (a fall or a safety fault, in a run or in HOLD) is counted and followed by Reset and
-    Stand, as an operator would."""
+MAX_FAILED_STANDS = 3
+"""Consecutive failed Reset + Stand attempts that end a session."""
+
+
+def run_motions(system: System, duration_s: float) -> tuple[int, list[str], str | None]:
+    """Start the default motion again and again until ``duration_s`` has passed: (completed
+    runs, fault reasons, why the session ended early or None). DAMPING (a fall or a safety
+    fault, in a run or in HOLD) is followed by Reset and Stand, as an operator would;
+    :data:`MAX_FAILED_STANDS` failed stand-ups in a row end the session."""
     ros = system.ros
 
     def mode() -> str | None:
         return ros.latched.get("/asap_deploy/mode")
 
-    runs = faults = 0
+    runs, faults, failed_stands = 0, [], 0
     end = time.monotonic() + duration_s
     while time.monotonic() < end:
         if mode() == "DAMPING":
-            faults += 1
-            system.reset_and_stand()
+            faults.append(ros.latched.get("/asap_deploy/fault", "?"))
+            try:
+                system.reset_and_stand()
+                failed_stands = 0
+            except AssertionError as exc:  # e.g. another fault while standing up
+                failed_stands += 1
+                if failed_stands == MAX_FAILED_STANDS:
+                    return runs, faults, f"{failed_stands} stand-ups in a row failed: {str(exc).splitlines()[0]}"
             continue
         ok, message = ros.trigger("/asap_deploy/start")
         if not ok:
@@ -132,7 +145,7 @@ def run_motions(system: System, duration_s: float) -> tuple[int, int]:
         if not (started and ros.spin_until(lambda: mode() in ("HOLD", "DAMPING"), MOTION_TIMEOUT_S)):
             raise SystemExit(f"motion did not finish: {ros.latched}")
         runs += mode() == "HOLD"
-    return runs, faults
+    return runs, faults, None
 
 
 def read_bag(bag: Path) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
@@ -144,15 +157,16 @@ def read_bag(bag: Path) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
 
     store = recording_typestore()
     counts: dict[str, int] = {}
-    lowstate_ticks, control_ticks = [], []
+    lowstate_ticks, steps = [], []
     with Reader(bag) as reader:
         for connection, _, raw in reader.messages():
             counts[connection.topic] = counts.get(connection.topic, 0) + 1
             if connection.topic == T.LOWSTATE:
                 lowstate_ticks.append(int(LOWSTATE_WIRE.from_cdr(raw)["tick"]))
             elif connection.topic == T.POLICY_STEP:
-                control_ticks.append(store.deserialize_cdr(raw, connection.msgtype).control_tick)
-    return counts, np.asarray(lowstate_ticks), np.asarray(control_ticks)
+                step = store.deserialize_cdr(raw, connection.msgtype)
+                steps.append((step.control_tick, step.latency_ns, step.late))
+    return counts, np.asarray(lowstate_ticks), np.asarray(steps, dtype=np.int64).reshape(-1, 3)
 
 
 def missing(recorded: np.ndarray, expected: np.ndarray) -> str:
@@ -184,12 +198,16 @@ def per_message_costs(samples: int = 2000) -> dict[str, float]:
     return {"raw_write_us": raw_us, "decode_reserialise_us": decode_us}
 
 
-def print_latency(rows: list[tuple]) -> None:
-    """Step latency (LowCmd write - LowState arrival) over every PolicyStep_ with a state, and misses."""
-    latency_ms = np.array([r[0] for r in rows if r[0] > 0], dtype=np.float64) / 1e6
+def print_latency(steps: np.ndarray, sim: dict[str, Any]) -> None:
+    """Step latency (LowCmd write - LowState arrival) over the recorded steps built from a
+    LowState, deadline misses, and the simulator's LowState publish gaps."""
+    latency_ms = steps[steps[:, 1] > 0, 1] / 1e6
     p50, p99, pmax = np.percentile(latency_ms, [50, 99, 100])
     print(f"control step latency over {len(latency_ms)} steps: p50 {p50:.2f} ms  p99 {p99:.2f} ms  max {pmax:.2f} ms; "
-          f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {sum(r[1] for r in rows)}")
+          f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {int(steps[:, 2].sum())}")
+    gaps = sim["lowstate_gaps"]
+    print(f"simulator: {gaps['over_2_periods']} LowState publish gaps over 2 periods (longest {gaps['max_ms']:.1f} ms), "
+          f"physics step p99 {sim['step_cost_us']['p99']:.0f} us, real-time factor {sim['real_time_factor']:.3f}")
 
 
 def recorder_param(text: str) -> tuple[str, str]:
@@ -217,12 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         system = System(args.domain, logs, deploy_params={"late_after_ms": LATE_AFTER_MS},
                         lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=MOCAP_RATE_HZ)
-        steps = PolicyStepReader()
         try:
             wait_for_recorder(system.sim.mocap, 60.0)
             cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
             system.start()
-            runs, faults = run_motions(system, args.duration)
+            runs, faults, ended_early = run_motions(system, args.duration)
         finally:
             system.close()  # supervisor, deploy (it logs its counts), then the simulator
         cpu, wall = cpu_seconds(recorder.pid) - cpu_start, time.monotonic() - wall_start
@@ -247,10 +264,15 @@ def main(argv: list[str] | None = None) -> int:
         T.MOCAP_POSE: ("asap_sim mocap", sim["mocap"]["published"]),
     }
     bag = output / BAG_NAME
-    recorded, lowstate_ticks, control_ticks = read_bag(bag)
+    recorded, lowstate_ticks, steps = read_bag(bag)
     size_mb = sum(f.stat().st_size for f in bag.glob("*.mcap")) / 1e6
 
-    print(f"session {wall:.0f} s: {runs} runs of the motion, {faults} faults (DAMPING, then Reset + Stand); bag {size_mb:.0f} MB (logs: {logs})")
+    print(f"session {wall:.0f} s: {runs} runs of the motion, {len(faults)} faults (DAMPING, then Reset + Stand); "
+          f"bag {size_mb:.0f} MB (logs: {logs})")
+    for reason in faults:
+        print(f"  fault: {reason}")
+    if ended_early:
+        print(f"  session ended early: {ended_early}")
     print(f"{'topic':<20} {'publisher':<15} {'published':>10} {'recorded':>10}")
     complete = True
     for topic, (source, sent) in published.items():
@@ -260,11 +282,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{topic:<20} {'(not counted)':<15} {'':>10} {recorded[topic]:>10}")
     period_ms = round(1000 / LOWSTATE_RATE_HZ)
     print(f"missing LowState ticks: {missing(lowstate_ticks, np.arange(1, sim['lowstates_published'] + 1) * period_ms)}")
-    print(f"missing policy-step control ticks: {missing(control_ticks, np.arange(1, deploy['rt/asap/policy_step'] + 1))}")
+    print(f"missing policy-step control ticks: {missing(steps[:, 0], np.arange(1, deploy['rt/asap/policy_step'] + 1))}")
     print(f"UDP datagrams dropped on the recorder's sockets (receive buffer full): {drops}")
     print(f"every published message recorded: {'yes' if complete else 'NO'}")
     print(f"recorder CPU: {cpu / wall * 100:.1f} % of one core over {wall:.0f} s; peak RSS {rss:.0f} MB")
-    print_latency(list(steps.rows))
+    print_latency(steps, sim)
     costs = per_message_costs()
     print(f"per LowState: raw bytes into the bag {costs['raw_write_us']:.1f} µs; "
           f"decode + re-serialise {costs['decode_reserialise_us']:.1f} µs")
