@@ -126,10 +126,12 @@ def run_motions(system: System, duration_s: float) -> tuple[int, list[str], str 
     runs, faults, failed_stands = 0, [], 0
     end = time.monotonic() + duration_s
     while time.monotonic() < end:
-        if mode() == "DAMPING":
-            faults.append(ros.latched.get("/asap_deploy/fault", "?"))
+        if mode() in ("PASSIVE", "DAMPING"):  # PASSIVE: the first stand-up
+            if mode() == "DAMPING":
+                ros.spin_until(lambda: ros.latched.get("/asap_deploy/fault"), 2.0)  # latched beside the mode
+                faults.append(ros.latched.get("/asap_deploy/fault") or "(no reason received)")
             try:
-                system.reset_and_stand()
+                system.reset_and_stand() if mode() == "DAMPING" else system.stand()
                 failed_stands = 0
             except AssertionError as exc:  # e.g. another fault while standing up
                 failed_stands += 1
@@ -238,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             wait_for_recorder(system.sim.mocap, 60.0)
             cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
-            system.start()
+            system.start_supervisor()
+            system.start_deploy()
+            system.sim.start()
             runs, faults, ended_early = run_motions(system, args.duration)
         finally:
             system.close()  # supervisor, deploy (it logs its counts), then the simulator
