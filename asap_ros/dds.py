@@ -118,7 +118,8 @@ class RawReader:
     released; Cyclone's receive thread never runs Python. (A listener would: it then waits for
     the GIL whenever another thread holds it, stalling all reception in the process, and a
     write from this process on the same topic, which holds the GIL, would deadlock.) Samples
-    queue in the reader's history (``depth``) while the handler runs.
+    queue in the reader's history (``depth``) while the handler runs. A handler exception is
+    counted in ``handler_errors`` (the newest in ``last_handler_error``); the reader goes on.
     """
 
     _MASK = SampleState.Any | ViewState.Any | InstanceState.Any
@@ -136,6 +137,8 @@ class RawReader:
         self._closing = GuardCondition(dp)
         self._waitset.attach(self._closing)
         self._stop = False
+        self.handler_errors = 0
+        self.last_handler_error: str | None = None
         self._thread = threading.Thread(target=self._run, name=f"dds {topic}", daemon=True)
         self._thread.start()
 
@@ -148,7 +151,11 @@ class RawReader:
                 raise DDSException(samples, "raw take")
             for data, info in samples:
                 if info.valid_data and not self._stop:
-                    self._handler(data, stamp_ns)
+                    try:
+                        self._handler(data, stamp_ns)
+                    except Exception as exc:  # one bad sample must not end the reader
+                        self.handler_errors += 1
+                        self.last_handler_error = repr(exc)
 
     def close(self) -> None:
         """Stop the thread (after a running handler call returns) and delete the reader."""

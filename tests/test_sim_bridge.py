@@ -226,6 +226,28 @@ def test_raw_reader_gets_this_process_own_writes_unless_told_to_ignore_them(dds_
     assert received == sent and ignored == []
 
 
+def test_a_raw_reader_handler_that_raises_is_counted_and_the_reader_goes_on(dds_domain, lowcmd_pub):
+    init_channels(dds_domain, "lo")
+    received: list[bytes] = []
+
+    def handler(payload: bytes, _stamp: int) -> None:
+        received.append(payload)
+        g1.LOWCMD_WIRE.from_cdr(payload)  # ValueError on a malformed sample
+
+    reader = RawReader("rt/raw_reader_errors", LowCmd_, handler)
+    writer = RawWriter("rt/raw_reader_errors", LowCmd_)
+    good = g1.LowCmdEncoder().encode_cdr(JointCommand(), 5)
+    try:
+        for payload in (good, good + bytes(8), good):  # the middle one has 8 bytes too many
+            writer.write(payload)
+            time.sleep(0.01)
+        wait_for(lambda: len(received) == 3, 5.0, "all three samples")
+    finally:
+        reader.close()
+        writer.close()
+    assert reader.handler_errors == 1 and "expected 1004" in reader.last_handler_error
+
+
 def test_lowcmd_from_encoder_moves_a_joint_to_its_target(dds_domain, lowcmd_pub, robot):
     encoder = g1.LowCmdEncoder()
     target = command(robot, m18=1.0)

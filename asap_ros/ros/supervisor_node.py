@@ -124,6 +124,9 @@ class SupervisorNode:
 
     IDLE_CHECK_NS = 50_000_000
     RECHECK_S = 0.01
+    LOWSTATE_POLL_S = 0.01
+    """The newest LowState (remote buttons, mode_machine) is read this often, not all 500 per
+    second: a button press lasts far longer, and each sample costs Python time."""
     FORWARD_RETRY_S = 0.05
     """While an e-stop is not acknowledged by the deploy node, send it again this often."""
     FORWARD_TIMEOUT_S = 1.0
@@ -173,24 +176,37 @@ class SupervisorNode:
         self._publish_state()
         self._writer = self._open_lowcmd_channels(p["dds_domain"], p["network_interface"])
         self._thread = threading.Thread(target=self._run, name="asap-supervisor", daemon=True)
+        self._robot_thread = threading.Thread(target=self._watch_robot, name="asap-robot-state", daemon=True)
 
     def _open_lowcmd_channels(self, domain: int, interface: str) -> Any:
         """rt/lowcmd writer (created now, so a takeover needs no discovery) and raw readers."""
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-        from asap_ros.dds import RawReader, RawWriter, init_channels
+        from asap_ros.dds import PolledReader, RawReader, RawWriter, init_channels
 
         init_channels(domain, interface)
         writer = RawWriter("rt/lowcmd", LowCmd_)
-        # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per 500 Hz LowState;
+        # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per LowState;
         # rt/lowcmd from other processes only: this process's own damping stream is not the deploy's
-        self._readers = [RawReader("rt/lowstate", LowState_, self._on_lowstate, depth=1),
-                         RawReader("rt/lowcmd", LowCmd_, self._on_lowcmd, ignore_local=True)]
+        self._lowstate = PolledReader("rt/lowstate", LowState_)
+        self._lowcmd_reader = RawReader("rt/lowcmd", LowCmd_, self._on_lowcmd, ignore_local=True)
         return writer
 
     # --- inputs (DDS and executor threads) ---------------------------------------------
-    def _on_lowstate(self, payload: bytes, _stamp_ns: int) -> None:
-        record = LOWSTATE_WIRE.from_cdr(payload)
+    def _watch_robot(self) -> None:
+        """Every ``LOWSTATE_POLL_S``: the newest LowState, if new (its own thread)."""
+        seen_ns = 0
+        while not self._stop.wait(self.LOWSTATE_POLL_S):
+            payload, stamp_ns = self._lowstate.newest()
+            if payload is not None and stamp_ns != seen_ns:
+                seen_ns = stamp_ns
+                self._on_lowstate(payload)
+
+    def _on_lowstate(self, payload: bytes) -> None:
+        try:
+            record = LOWSTATE_WIRE.from_cdr(payload)
+        except ValueError:
+            return  # malformed: like a bad CRC, never used
         if int(record["crc"]) != record_crc(record):
             return
         self._mode_machine = int(record["mode_machine"])
@@ -200,7 +216,10 @@ class SupervisorNode:
     def _on_lowcmd(self, payload: bytes, stamp_ns: int) -> None:
         if self.state == TAKEOVER:
             return  # our own stream (or a recovered deploy): the takeover holds until reset
-        damping = lowcmd_is_damping(LOWCMD_WIRE.from_cdr(payload))
+        try:
+            damping = lowcmd_is_damping(LOWCMD_WIRE.from_cdr(payload))
+        except ValueError:
+            return  # malformed: not a command the robot would apply, so not a sign of life
         with self._lock:
             self.watchdog.deploy_seen(stamp_ns)
             if damping:
@@ -307,15 +326,18 @@ class SupervisorNode:
 
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:
-        """Start the watchdog thread; start-up objects are frozen out of garbage collection (as
-        in :meth:`asap_ros.control_loop.ControlLoop.start`) so no collection stalls a takeover."""
+        """Start the watchdog and robot-state threads; start-up objects are frozen out of garbage
+        collection (as in :meth:`asap_ros.control_loop.ControlLoop.start`) so no collection
+        stalls a takeover."""
         gc.freeze()
         self._thread.start()
+        self._robot_thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
         self._thread.join(2.0)
+        self._robot_thread.join(2.0)
 
     def _run(self) -> None:
         while not self._stop.is_set():
