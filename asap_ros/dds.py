@@ -12,9 +12,11 @@ ordinary samples of the topic's type.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
+import weakref
 from typing import Callable
 
 from cyclonedds._clayer import ddspy_take, ddspy_write  # the C layer under DataWriter.write / DataReader.take
@@ -137,10 +139,12 @@ class RawReader:
         self._closing = GuardCondition(dp)
         self._waitset.attach(self._closing)
         self._stop = False
+        self._closed = False
         self.handler_errors = 0
         self.last_handler_error: str | None = None
         self._thread = threading.Thread(target=self._run, name=f"dds {topic}", daemon=True)
         self._thread.start()
+        _open_readers.add(self)
 
     def _run(self) -> None:
         while not self._stop:
@@ -158,13 +162,27 @@ class RawReader:
                         self.last_handler_error = repr(exc)
 
     def close(self) -> None:
-        """Stop the thread (after a running handler call returns) and delete the reader."""
+        """Stop the thread (after a running handler call returns) and delete the reader (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
         self._stop = True
         self._closing.set(True)
         if threading.current_thread() is not self._thread:
             self._thread.join(5.0)
         close_entity(self._waitset)
         close_entity(self._reader)
+
+
+_open_readers: weakref.WeakSet[RawReader] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_readers() -> None:
+    """A reader thread still waiting in Cyclone when the interpreter shuts Cyclone down crashes
+    the process: stop any reader its owner did not close."""
+    for reader in list(_open_readers):
+        reader.close()
 
 
 class PolledReader:

@@ -145,18 +145,19 @@ class Simulator:
         return mujoco.viewer.launch_passive(self.physics.model, self.physics.data)
 
     def stop(self) -> None:
+        """Stop the physics thread (if started) and close the DDS endpoints (idempotent)."""
         if self.mocap is not None:
             self.mocap.stop()
-        if self._thread is None:
-            return
-        self._stop.set()
-        self._thread.join(5.0)
-        self._lowcmd_reader.close()
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(5.0)
+            if self._viewer is not None:
+                self._viewer.close()
+                self._viewer = None
+        self._lowcmd_reader.close()  # its thread runs from construction on
         close_entity(self._control_reader)
         self._lowstate_writer.close()
         close_entity(self._gt_writer)
-        if self._viewer is not None:
-            self._viewer.close()
 
     def __enter__(self) -> Simulator:
         self.start()
