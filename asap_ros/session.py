@@ -224,8 +224,10 @@ def prepare_run(
     clip: str | Path | None = None,
     stand_up_s: float | None = None,
     assets_dir: str | Path | None = None,
+    controller_config: str | Path | None = None,
 ) -> RunSetup:
-    """Load the policy spec (``onnx``/``clip`` override its actor and clip), controller and plan."""
+    """Load the policy spec (``onnx``/``clip`` override its actor and clip), controller (from
+    ``controller_config``, default the package's) and plan."""
     robot = load_robot_model()
     spec = load_policy_spec(spec_path, robot, assets_dir)
     if onnx is not None:
@@ -235,7 +237,7 @@ def prepare_run(
         clip_path = _existing(clip, "--clip")
         spec = dataclasses.replace(spec, clip_path=clip_path, clip_duration_s=load_clip(clip_path).duration_s)
     policy = PolicyRunner(spec, robot, OnnxActor(spec.actor_path, spec))
-    config = load_controller_config()
+    config = load_controller_config(_existing(controller_config, "--controller-config") if controller_config else None)
     if stand_up_s is not None:
         if not stand_up_s >= MIN_STAND_UP_S:
             raise ConfigError(None, "--stand-up-s", f"must be >= {MIN_STAND_UP_S:g} s", stand_up_s)

@@ -25,6 +25,22 @@ def dds_domain() -> int:
     return 1 + os.getpid() % 200
 
 
+@pytest.fixture(scope="session")
+def realtime_controller_config(tmp_path_factory) -> Path:
+    """The package controller config, but 50 consecutive late steps before a fault instead of 5:
+    the real-time simulator tests run on a shared 2-core machine whose stalls (simulator and
+    control process on the same cores) trip the late-step fault; that fault has its own tests."""
+    import yaml
+
+    from asap_ros.paths import config_file
+
+    data = yaml.safe_load(config_file("controller.yaml").read_text())
+    data["safety"]["max_consecutive_late_steps"] = 50
+    path = tmp_path_factory.mktemp("controller") / "controller_realtime_tests.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 _exit_status = 0
 
 

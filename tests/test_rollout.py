@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from asap_ros.cli import main
 from asap_ros.errors import ConfigError
+from asap_ros.paths import config_file
 from asap_ros.session import COMPLETED, BandAction, OperatorScript, SessionPlan, Stage, prepare_run
 from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
 from asap_ros.state_machine import Mode, Stand, Start
@@ -102,6 +104,12 @@ def test_prepare_run_overrides_and_bad_inputs(assets, tmp_path):
         prepare_run("policies/kick_level1.yaml", onnx=tmp_path / "missing.onnx")
     with pytest.raises(ConfigError, match="--stand-up-s"):
         prepare_run("policies/kick_level1.yaml", stand_up_s=0.0)
+    with pytest.raises(ConfigError, match="--controller-config.*file not found"):
+        prepare_run("policies/kick_level1.yaml", controller_config=tmp_path / "missing.yaml")
+    relaxed = tmp_path / "controller.yaml"
+    relaxed.write_text(Path(config_file("controller.yaml")).read_text().replace(
+        "max_consecutive_late_steps: 5", "max_consecutive_late_steps: 9"))
+    assert prepare_run("policies/kick_level1.yaml", controller_config=relaxed).controller.config.safety.max_consecutive_late_steps == 9
 
 
 def test_load_summary_refuses_other_files(tmp_path):

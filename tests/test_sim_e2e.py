@@ -13,11 +13,11 @@ from asap_ros.session import COMPLETED
 from asap_ros.summary import load_summary
 
 
-def test_kick_in_real_time_over_dds(tmp_path):
+def test_kick_in_real_time_over_dds(tmp_path, realtime_controller_config):
     out = tmp_path / "run"
     command = [
         sys.executable, "-m", "asap_ros.cli", "sim", "--policy", "policies/kick_level1.yaml",
-        "--stand-up-s", "1", "--out", str(out),
+        "--stand-up-s", "1", "--out", str(out), "--controller-config", str(realtime_controller_config),
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr

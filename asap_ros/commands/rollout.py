@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     from asap_ros.summary import format_result, summarize_run, write_summary
     from asap_ros.tracking import RunTrace
 
-    setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s)
+    setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s,
+                        controller_config=args.controller_config)
     robot_sim = LockstepG1(args.profile)
     out_dir = output_dir(args.out)
     script, trace, controller = OperatorScript(setup.plan), RunTrace(), setup.controller

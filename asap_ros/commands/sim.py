@@ -47,6 +47,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clip", type=Path, help="motion clip pickle replacing the spec's (sets the phase length)")
     parser.add_argument("--profile", default="nominal", help="robot profile name (config/profiles/) or YAML path")
     parser.add_argument("--stand-up-s", type=float, help="stand-up duration, s (default: config/controller.yaml)")
+    parser.add_argument("--controller-config", type=Path,
+                        help="controller YAML: gains, safety limits (default: config/controller.yaml)")
     parser.add_argument("--out", type=Path, help="output directory (default: runs/<UTC timestamp>)")
 
 
@@ -298,7 +300,8 @@ def run(args: argparse.Namespace) -> int:
     if rt_priority and not fifo_permitted():
         rt_priority, priority_note = 0, f"--rt-priority {args.rt_priority}: SCHED_FIFO not permitted (no root or CAP_SYS_NICE); normal scheduling"
         print(f"asap-ros sim: {priority_note}", file=sys.stderr)
-    setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s)
+    setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s,
+                        controller_config=args.controller_config)
     load_profile(args.profile, setup.robot.joint_names)  # a bad profile is refused here, not in asap_sim's log
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     out_dir = output_dir(args.out)

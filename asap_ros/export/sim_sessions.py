@@ -28,7 +28,8 @@ class SimSession:
 
 
 def record_sim_session(work: str | Path, profile: str = "nominal", policy: str | None = None,
-                       stand_up_s: float = 1.0, attempts: int = 2) -> SimSession:  # fmt: skip
+                       stand_up_s: float = 1.0, attempts: int = 2,
+                       controller_config: str | Path | None = None) -> SimSession:  # fmt: skip
     """Run ``asap-ros sim --record`` into ``work`` (kept: reused when it already holds a run).
 
     The motion may end early (fall, fault): the summary's ``outcome`` says so. A run that ends
@@ -37,13 +38,14 @@ def record_sim_session(work: str | Path, profile: str = "nominal", policy: str |
     """
     work = Path(work)
     for attempt in range(attempts):
-        session = _run(work / f"attempt{attempt}", profile, policy, stand_up_s)
+        session = _run(work / f"attempt{attempt}", profile, policy, stand_up_s, controller_config)
         if session is not None:
             return session
     raise AsapError(f"simulated session in {work} tracked no motion in {attempts} attempts; see the runs there")
 
 
-def _run(work: Path, profile: str, policy: str | None, stand_up_s: float) -> SimSession | None:
+def _run(work: Path, profile: str, policy: str | None, stand_up_s: float,
+         controller_config: str | Path | None) -> SimSession | None:
     out, bags = work / "run", work / "bags"
     if not (out / "summary.json").is_file():
         command = [sys.executable, "-m", "asap_ros.cli", "sim", "--profile", profile, "--out", str(out),
@@ -51,6 +53,8 @@ def _run(work: Path, profile: str, policy: str | None, stand_up_s: float) -> Sim
                    "--rt-priority", str(RT_PRIORITY)]  # fmt: skip
         if policy is not None:
             command += ["--policy", policy]
+        if controller_config is not None:
+            command += ["--controller-config", str(controller_config)]
         result = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         if not (out / "summary.json").is_file():  # exit 1 with a summary: the motion ended early
             raise AsapError(f"asap-ros sim failed (exit {result.returncode}): {result.stdout[-2000:]}")
