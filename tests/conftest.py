@@ -28,8 +28,10 @@ def dds_domain() -> int:
 @pytest.fixture(scope="session")
 def realtime_controller_config(tmp_path_factory) -> Path:
     """The package controller config, but 50 consecutive late steps before a fault instead of 5:
-    the real-time simulator tests run on a shared 2-core machine whose stalls (simulator and
-    control process on the same cores) trip the late-step fault; that fault has its own tests."""
+    the real-time end-to-end test runs on a shared 2-core machine whose stalls (simulator and
+    control process on the same cores) trip the late-step fault; that fault has its own tests.
+    (The gap and metrics sessions keep the default: a stalled run faults and is run again,
+    since a degraded run would skew the figures they check.)"""
     import yaml
 
     from asap_ros.paths import config_file

@@ -24,15 +24,13 @@ POLICY = "policies/kick_level1.yaml"
 
 
 @pytest.fixture(scope="module")
-def weak_knees(tmp_path_factory, assets, realtime_controller_config):
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_weak_knees", profile="weak_knees", policy=POLICY,
-                              controller_config=realtime_controller_config)
+def weak_knees(tmp_path_factory, assets):
+    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_weak_knees", profile="weak_knees", policy=POLICY)
 
 
 @pytest.fixture(scope="module")
-def nominal(tmp_path_factory, assets, realtime_controller_config):
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=POLICY,
-                              controller_config=realtime_controller_config)
+def nominal(tmp_path_factory, assets):
+    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=POLICY)
 
 
 def test_weak_knees_rank_first(weak_knees, tmp_path, capsys):

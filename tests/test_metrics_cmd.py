@@ -21,9 +21,8 @@ METRICS = ("g_mpjpe_mm", "mpjpe_mm", "vel_mm_per_frame", "acc_mm_per_frame2")
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory, assets, realtime_controller_config):
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=POLICY,
-                              controller_config=realtime_controller_config)
+def session(tmp_path_factory, assets):
+    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=POLICY)
 
 
 def test_metrics_agree_with_the_sim_summary_within_1_mm(session, capsys):
