@@ -113,6 +113,16 @@ PayloadHandler = Callable[[bytes, int], None]
 """``handler(payload, stamp_ns)``: called on the reader's own thread for every received sample."""
 
 
+_ANY_SAMPLE = SampleState.Any | ViewState.Any | InstanceState.Any
+
+
+def _waitset_on_new_data(dp: DomainParticipant, reader: DataReader) -> WaitSet:
+    """A waitset that wakes when ``reader`` has samples not yet taken."""
+    waitset = WaitSet(dp)
+    waitset.attach(ReadCondition(reader, SampleState.NotRead | ViewState.Any | InstanceState.Any))
+    return waitset
+
+
 class RawReader:
     """Hands each received sample's XCDR1 bytes (with header) and its arrival stamp to a handler.
 
@@ -124,8 +134,6 @@ class RawReader:
     counted in ``handler_errors`` (the newest in ``last_handler_error``); the reader goes on.
     """
 
-    _MASK = SampleState.Any | ViewState.Any | InstanceState.Any
-
     def __init__(
         self, topic: str, idl_type: type, handler: PayloadHandler, depth: int = 64, ignore_local: bool = False
     ) -> None:
@@ -134,8 +142,7 @@ class RawReader:
         self._handler = handler
         self._depth = depth
         self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=Qos(*policies))
-        self._waitset = WaitSet(dp)
-        self._waitset.attach(ReadCondition(self._reader, SampleState.NotRead | ViewState.Any | InstanceState.Any))
+        self._waitset = _waitset_on_new_data(dp, self._reader)
         self._closing = GuardCondition(dp)
         self._waitset.attach(self._closing)
         self._stop = False
@@ -150,7 +157,7 @@ class RawReader:
         while not self._stop:
             self._waitset.wait(1_000_000_000)
             stamp_ns = time.time_ns()
-            samples = ddspy_take(self._reader._ref, self._MASK, self._depth)
+            samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, self._depth)
             if isinstance(samples, int):
                 raise DDSException(samples, "raw take")
             for data, info in samples:
@@ -196,19 +203,16 @@ class PolledReader:
     :meth:`next_arrival`, at most one reader poll late for one found already waiting.
     """
 
-    _MASK = SampleState.Any | ViewState.Any | InstanceState.Any
-
     def __init__(self, topic: str, idl_type: type) -> None:
         dp = participant()
         self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=Qos(Policy.History.KeepLast(1)))
-        self._waitset = WaitSet(dp)
-        self._waitset.attach(ReadCondition(self._reader, SampleState.NotRead | ViewState.Any | InstanceState.Any))
+        self._waitset = _waitset_on_new_data(dp, self._reader)
         self._payload: bytes | None = None
         self._stamp_ns = 0
 
     def _take(self) -> bool:
         """Keep the newest valid sample waiting in the reader; False if there was none."""
-        samples = ddspy_take(self._reader._ref, self._MASK, 4)
+        samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, 4)
         if isinstance(samples, int):
             raise DDSException(samples, "raw take")
         valid = [data for data, info in samples if info.valid_data]

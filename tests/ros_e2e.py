@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -306,6 +306,16 @@ class System:
         self.ros.close()
         if self.sim is not None:
             self.sim.stop()
+
+
+def started_system(domain: int, logs: Path) -> Iterator[System]:
+    """A started :class:`System`, closed afterwards (the body of a module-scoped fixture)."""
+    system = System(domain, logs)
+    try:
+        system.start()
+        yield system
+    finally:
+        system.close()
 
 
 def distribution_ms(values_ns: list[int]) -> str:

@@ -12,17 +12,12 @@ import time
 
 import pytest
 
-from ros_e2e import ROOT, System, distribution_ms, node_process
+from ros_e2e import ROOT, System, distribution_ms, node_process, started_system
 
 
 @pytest.fixture(scope="module")
 def system(dds_domain, tmp_path_factory):
-    system = System(dds_domain, tmp_path_factory.mktemp("e2e_logs"))
-    try:
-        system.start()
-        yield system
-    finally:
-        system.close()
+    yield from started_system(dds_domain, tmp_path_factory.mktemp("e2e_logs"))
 
 
 def deploy_writer(system: System, since_ns: int) -> int:

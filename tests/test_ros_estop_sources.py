@@ -11,17 +11,12 @@ import sys
 
 import pytest
 
-from ros_e2e import ROOT, System, node_process
+from ros_e2e import ROOT, node_process, started_system
 
 
 @pytest.fixture(scope="module")
 def system(dds_domain, tmp_path_factory):
-    system = System(dds_domain, tmp_path_factory.mktemp("estop_source_logs"))
-    try:
-        system.start()
-        yield system
-    finally:
-        system.close()
+    yield from started_system(dds_domain, tmp_path_factory.mktemp("estop_source_logs"))
 
 
 def test_estop_topic_damps_the_robot(system):

@@ -9,14 +9,13 @@ the terms a recording cannot provide. The schema (names, shapes, units, sources)
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from asap_ros.export.align import AlignedEpisode
-from asap_ros.export.formats import ExportContext
+from asap_ros.export.formats import ExportContext, write_npz
 from asap_ros.kinematics import NUM_DRIVEN
 
 SUFFIX = ".delta.npz"
@@ -120,8 +119,4 @@ def transition_arrays(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, 
 
 def write_delta(aligned: AlignedEpisode, stem: Path, ctx: ExportContext) -> Path:
     """``<stem>.delta.npz``."""
-    path = stem.with_name(stem.name + SUFFIX)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **transition_arrays(aligned, ctx))
-    os.replace(tmp, path)
-    return path
+    return write_npz(transition_arrays(aligned, ctx), stem, SUFFIX)

@@ -1,7 +1,9 @@
-"""What every writer needs besides the episode: the robot model and the training model's joint axes."""
+"""What every writer needs besides the episode: the robot model and the training model's joint axes,
+and an atomic ``.npz`` write."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,3 +41,13 @@ def load_context(robot_path: str | Path | None = None, model_path: str | Path | 
     from asap_ros.export.pose_aa import driven_joint_axes
 
     return ExportContext(robot=load_robot_model(robot_path), joint_axes=driven_joint_axes(model_path))
+
+
+def write_npz(arrays: dict[str, np.ndarray], stem: Path, suffix: str) -> Path:
+    """``<stem><suffix>`` written atomically (temporary file, then rename), uncompressed; loads
+    with ``np.load(path)``, no pickle needed."""
+    path = stem.with_name(stem.name + suffix)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+    return path

@@ -13,13 +13,12 @@ Without mocap ``quat`` / ``ang_vel`` come from the IMU and ``pos`` / ``lin_vel``
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from asap_ros.export.align import AlignedEpisode
-from asap_ros.export.formats import ExportContext
+from asap_ros.export.formats import ExportContext, write_npz
 
 SUFFIX = ".npz"
 ASAP_LOGGER_KEYS = (
@@ -69,8 +68,4 @@ def log_arrays(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, np.ndar
 
 def write_npz_log(aligned: AlignedEpisode, stem: Path, ctx: ExportContext) -> Path:
     """``<stem>.npz`` (uncompressed; loads with ``np.load(path)``, no pickle needed)."""
-    path = stem.with_name(stem.name + SUFFIX)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **log_arrays(aligned, ctx))
-    os.replace(tmp, path)
-    return path
+    return write_npz(log_arrays(aligned, ctx), stem, SUFFIX)
