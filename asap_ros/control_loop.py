@@ -24,7 +24,7 @@ import numpy as np
 from asap_ros.controller import Controller, StepOutput
 from asap_ros.g1 import LowCmdEncoder, decode_lowstate_cdr
 from asap_ros.state import RobotState
-from asap_ros.state_machine import EStop
+from asap_ros.state_machine import EStop, Mode
 
 Sink = Callable[["StepRecord"], None]
 
@@ -44,6 +44,12 @@ class StepRecord:
     latency_ns: int
     """LowCmd write time minus the arrival time of the LowState it was built from."""
     late: bool
+    motion: str = ""
+    """The controller's motion when the step ran ('' for none), read on the control thread: the
+    last step of a motion and a faulted one carry it too, though the motion has ended after them."""
+    fault_latched: bool = False
+    """DAMPING latched on this step: its command is the first damping command (a fault found in the
+    step, or an e-stop accepted since the previous step)."""
 
 
 class StateSource(Protocol):
@@ -169,6 +175,7 @@ class ControlLoop:
         self._sinks: list[Sink] = []
         self._threads: list[threading.Thread] = []
         self._mode_machine: int | None = None
+        self._last_mode = controller.mode
         self._tick = 0
         self._dropped_records = 0
         self.scheduling_note: str | None = None
@@ -248,7 +255,10 @@ class ControlLoop:
             self._mode_machine = state.mode_machine
             self.last_state = state
         with self._lock:
+            motion = self.controller.motion or ""
             output = self.controller.step(state, time.time_ns(), late)
+        fault_latched = output.mode is Mode.DAMPING and self._last_mode is not Mode.DAMPING
+        self._last_mode = output.mode
         if self._mode_machine is None:
             return  # never heard from the robot: a LowCmd needs its mode_machine
         self._write(self._encoder.encode_cdr(output.command, self._mode_machine))
@@ -271,6 +281,8 @@ class ControlLoop:
                 compute_ns=compute,
                 latency_ns=latency,
                 late=late,
+                motion=motion,
+                fault_latched=fault_latched,
             )
         )
         with self._records_ready:

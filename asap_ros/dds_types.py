@@ -61,6 +61,8 @@ class PolicyStep_(IdlStruct, typename="asap_ros.msg.dds_.PolicyStep_"):
     latency_ns: types.int64
     """LowCmd write time minus LowState arrival time."""
     late: bool
+    fault_latched: bool
+    """DAMPING latched on this step (a fault found in it, or an e-stop since the previous step)."""
 
 
 @dataclass
@@ -128,6 +130,7 @@ class PolicyStepPublisher:
         compute_ns: int,
         latency_ns: int,
         late: bool,
+        fault_latched: bool = False,
     ) -> None:
         """Write one :class:`PolicyStep_`; ``q_target`` must hold 29 values."""
         self._steps.write(
@@ -148,6 +151,7 @@ class PolicyStepPublisher:
                 compute_ns=int(compute_ns),
                 latency_ns=int(latency_ns),
                 late=bool(late),
+                fault_latched=bool(fault_latched),
             )
         )
         self.written[POLICY_STEP_TOPIC] += 1
@@ -159,13 +163,14 @@ class PolicyStepPublisher:
         )
         self.written[TRANSITION_TOPIC] += 1
 
-    def publish_record(self, record: "StepRecord", motion: str) -> None:
+    def publish_record(self, record: "StepRecord") -> None:
         """Write one control-loop step, preceded by its mode transition when it has one.
 
-        ``motion`` is the controller's active motion ('' for none). :attr:`episode` counts the
-        transitions into TRACKING, so every step of one motion run carries the same number.
+        Both carry the motion the control thread recorded with the step (``record.motion``).
+        :attr:`episode` counts the transitions into TRACKING, so every step of one motion run
+        carries the same number.
         """
-        out, policy = record.output, record.output.policy
+        out, policy, motion = record.output, record.output.policy, record.motion
         if out.transition is not None:
             t = out.transition
             self.publish_transition(
@@ -181,6 +186,7 @@ class PolicyStepPublisher:
             mocap_stamp_ns=record.mocap_stamp_ns, obs=policy.obs if tracking else (),
             raw_action=policy.raw_action if tracking else (), q_target=out.command.q,
             compute_ns=record.compute_ns, latency_ns=record.latency_ns, late=record.late,
+            fault_latched=record.fault_latched,
         )  # fmt: skip
 
     def matched_readers(self) -> int:

@@ -48,6 +48,7 @@ def random_policy_step(rng: np.random.Generator) -> PolicyStep_:
         raw_action=rng.standard_normal(23).astype(np.float32).tolist(),
         q_target=rng.standard_normal(29).astype(np.float32).tolist(),
         compute_ns=int(rng.integers(0, 2**40)), latency_ns=int(rng.integers(-(2**40), 2**40)), late=True,
+        fault_latched=True,
     )
 
 

@@ -229,8 +229,7 @@ class RealTimeRun:
 
             publisher = PolicyStepPublisher()  # the same samples asap_deploy publishes, for asap_recorder
             self._closers.append(publisher)
-            controller = self.setup.controller
-            self.loop.add_sink(lambda record: publisher.publish_record(record, controller.motion or ""))
+            self.loop.add_sink(publisher.publish_record)
         _wait_for_simulator(self.loop, self.processes[0], self.out_dir)
         if recording:
             time.sleep(RECORDER_READY_S)

@@ -77,6 +77,7 @@ float32[] q_target        # 29 position targets, G1 motor order
 int64 compute_ns          # time spent computing the step
 int64 latency_ns          # LowCmd write time - LowState arrival time
 bool late                 # the step finished past its deadline
+bool fault_latched        # DAMPING latched on this step (a fault found in it, or an e-stop since the last step)
 """,
     "asap_ros/msg/ModeTransition": """\
 # One state-machine transition of the ASAP runtime (published on DDS rt/asap/transition).

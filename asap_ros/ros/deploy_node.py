@@ -224,7 +224,7 @@ class DeployNode:
             self._publish_mode(t.to_mode.name, t.reason if t.to_mode.name == "DAMPING" else "")
         if policy is not None:
             self._policy_pub.publish(policy_step_msg(policy))
-        self._policy_dds.publish_record(record, self.controller.motion or "")
+        self._policy_dds.publish_record(record)
 
     def _publish_mode(self, mode: str, fault: str) -> None:
         from std_msgs.msg import String
