@@ -27,7 +27,7 @@ from asap_ros.robot import load_robot_model
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading
 from asap_ros.sim.profile import SensorNoise
 from asap_ros.state import NUM_MOTORS
-from asap_ros.state_machine import EStop, Stand
+from asap_ros.state_machine import EStop, Stand, Start
 
 MODE_MACHINE = 6
 
@@ -217,3 +217,57 @@ def test_a_cpu_the_thread_cannot_use_leaves_it_unpinned_with_a_note(rig) -> None
         assert control.is_alive()
     finally:
         unpinnable.stop()
+
+
+class FailingActor:
+    """The real actor, whose output turns NaN from its ``after``-th call on (a fault the check catches)."""
+
+    def __init__(self, actor, after: int):
+        self._actor, self._after, self.calls = actor, after, 0
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        action = self._actor(obs)
+        return action * np.nan if self.calls > self._after else action
+
+
+def test_steps_carry_their_motion_and_mark_the_fault(rig) -> None:
+    """The label is taken on the control thread: the last step of a motion (recorded after the
+    switch to HOLD) and the faulted step (in DAMPING) still name their motion."""
+    loop, robot, written, records, config = rig
+    runner = loop.controller.policies["CR7_level1"]
+    spec = dataclasses.replace(runner.spec, clip_duration_s=8 * runner.spec.control_dt, prepare_blend_s=0.1,
+                               prepare_hold_s=0.05)  # fmt: skip
+    short = PolicyRunner(spec, runner.robot, runner.actor)
+    failing = PolicyRunner(spec, runner.robot, FailingActor(runner.actor, after=3))
+    controller = Controller(runner.robot, {"short": short, "failing": failing}, config)
+
+    def write(payload: bytes) -> None:  # as the rig's loop writes: the robot follows
+        written.raw.append((time.monotonic_ns(), payload))
+        robot.follow(payload)
+
+    loop = ControlLoop(controller, write, states=loop.states)
+    loop.add_sink(records.append)
+    robot.start()
+    loop.start()
+    try:
+        _wait(lambda: len(records) >= 2, loop)
+        loop.request(Stand())
+        _wait(lambda: controller.mode is Mode.HOLD, loop)
+        loop.request(Start("short"))
+        _wait(lambda: controller.mode is Mode.TRACKING, loop)
+        _wait(lambda: controller.mode is Mode.HOLD, loop)
+        loop.request(Start("failing"))
+        _wait(lambda: controller.mode is Mode.DAMPING, loop)
+        _wait(lambda: records[-1].output.mode is Mode.DAMPING, loop)
+    finally:
+        loop.stop()
+    acted = [r for r in records if r.output.policy is not None]
+    first_run = [r for r in acted if r.motion == "short"]
+    assert [r.output.policy.tick for r in first_run] == list(range(7))  # phase 1 after 8 control steps
+    assert first_run[-1].output.mode is Mode.HOLD  # recorded after the switch, still labelled
+    assert {r.motion for r in acted} == {"short", "failing"}
+    (latched,) = [r for r in records if r.fault_latched]
+    assert latched.motion == "failing" and latched.output.mode is Mode.DAMPING
+    assert latched.output.policy is not None and np.isnan(latched.output.policy.raw_action).all()
+    assert latched.output.command.kp.max() == 0  # the damping command went out on that step

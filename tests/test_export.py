@@ -93,14 +93,21 @@ def test_asap_clip_loads_in_fresh_python_with_numpy_only(exported, session):
     info = json.loads(result.stdout)
     assert info["heavy"] == []
     assert info["name"] == path.stem
-    assert info["fps"] == 50 and info["fps_type"] == "int"
-    steps = 100
+    assert info["fps"] == 50.0 and info["fps_type"] == "float"  # ASAP writes 1 / dt
+    rows = 99  # 100 actor steps: each row pairs a step's action with the next step's state
     assert info["arrays"] == {
-        "root_trans_offset": [[steps, 3], "float32"],
-        "root_rot": [[steps, 4], "float64"],
-        "dof": [[steps, 23], "float32"],
-        "pose_aa": [[steps, 27, 3], "float32"],
-        "action": [[steps, 23], "float32"],
+        "root_trans_offset": [[rows, 3], "float32"],
+        "pose_aa": [[rows, 27, 3], "float32"],
+        "dof": [[rows, 23], "float32"],
+        "root_rot": [[rows, 4], "float32"],
+        "actor_obs": [[rows, 380], "float32"],
+        "action": [[rows, 23], "float32"],
+        "terminate": [[rows], "int64"],
+        "root_lin_vel": [[rows, 3], "float32"],
+        "root_ang_vel": [[rows, 3], "float32"],
+        "dof_vel": [[rows, 23], "float32"],
+        "motion_times": [[rows], "float32"],
+        "action_executed": [[rows, 23], "float32"],
     }
 
 
@@ -109,7 +116,7 @@ def test_action_equals_the_raw_actions_in_the_bag(exported, session):
     for episode in (1, 2):
         clip = load_pickle_restricted(exported[f"pkl{episode}"])
         (entry,) = clip.values()
-        np.testing.assert_array_equal(entry["action"], actions[episode])
+        np.testing.assert_array_equal(entry["action"], actions[episode][:-1])  # the last has no successor state
     assert len(actions[2]) == 50  # e-stopped halfway, still exported
 
 
@@ -118,7 +125,7 @@ def test_clip_pickle_is_portable_and_a_valid_clip(exported):
     globals_ = {arg for op, arg, _ in pickletools.genops(path.read_bytes()) if op.name == "GLOBAL"}
     assert globals_ == {"numpy.core.multiarray _reconstruct"}  # resolvable by numpy 1.x and 2.x
     clip = load_clip(path)
-    assert clip.fps == 50 and clip.action.shape == (100, 23)
+    assert clip.fps == 50 and clip.action.shape == (99, 23)
     joblib = pytest.importorskip("joblib", reason="joblib is the trainer's loader; not a runtime dependency")
     loaded = joblib.load(path)
     np.testing.assert_array_equal(loaded[path.stem]["dof"], pickle.loads(path.read_bytes())[path.stem]["dof"])
@@ -192,7 +199,9 @@ def test_estop_episode_is_exported_and_flagged(exported, capsys, session, tmp_pa
     assert meta["cut_short"] and meta["estop"] and meta["outcome"].startswith("damping")
     assert meta["actor_steps"] == 50 and any("cut short" in n for n in meta["notes"])
     assert main(["export", str(session), "--out", str(tmp_path), "--episode", "2", "-j", "1"]) == 0
-    assert "CUT SHORT (damping: e-stop: operator)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "CUT SHORT (damping: e-stop: operator)" in out
+    assert "targets clamped to the joint limits: 0 of 50 ticks" in out
 
 
 @pytest.fixture(scope="module")

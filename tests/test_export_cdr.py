@@ -48,7 +48,7 @@ def policy_step(store, mode: str, obs_dim: int, tick: int):
         motion_tick=tick if obs_dim else -1, phase=0.01 * tick, lowstate_tick=2 * tick, lowstate_stamp_ns=tick,
         mocap_stamp_ns=0, obs=np.arange(obs_dim, dtype=np.float32) + tick,
         raw_action=np.full(23 if obs_dim else 0, tick, np.float32), q_target=np.full(29, 0.5, np.float32),
-        compute_ns=3, latency_ns=4, late=bool(tick % 2),
+        compute_ns=3, latency_ns=4, late=bool(tick % 2), fault_latched=bool(tick % 3 == 0),
     )  # fmt: skip
 
 
@@ -57,11 +57,13 @@ def test_messages_of_different_layouts_decode_in_order(store):
     kinds = [("HOLD", 0), ("TRACKING", 380), ("TRACKING", 380), ("PREPARE", 0), ("TRACKING", 380)]
     msgs = [policy_step(store, mode, dim, i) for i, (mode, dim) in enumerate(kinds)]
     raws = [bytes(store.serialize_cdr(m, "asap_ros/msg/PolicyStep")) for m in msgs]
-    cols = decode_columns(store, "asap_ros/msg/PolicyStep", raws, ["mode", "motion_tick", "phase", "late", "q_target"])
+    fields = ["mode", "motion_tick", "phase", "late", "q_target", "fault_latched"]
+    cols = decode_columns(store, "asap_ros/msg/PolicyStep", raws, fields)
     assert list(cols["mode"]) == [m.mode for m in msgs]
     assert list(cols["motion_tick"]) == [m.motion_tick for m in msgs]
     np.testing.assert_array_equal(cols["phase"], np.array([m.phase for m in msgs], dtype=np.float32))
     assert list(cols["late"]) == [m.late for m in msgs]
+    assert list(cols["fault_latched"]) == [m.fault_latched for m in msgs]
     tracking = [raws[i] for i in (1, 2, 4)]
     obs = decode_columns(store, "asap_ros/msg/PolicyStep", tracking, ["obs"])["obs"]
     np.testing.assert_array_equal(obs, [msgs[i].obs for i in (1, 2, 4)])

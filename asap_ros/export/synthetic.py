@@ -32,13 +32,13 @@ MS = 1_000_000
 LOWSTATE_PERIOD_NS = 2 * MS
 CONTROL_DECIMATION = 10
 MOCAP_PERIOD_NS = 5 * MS
-MOCAP_OFFSET_NS = 1_300_000
-"""Mocap captures are off the LowState grid by this much (interpolation is exercised)."""
 MOCAP_LATENCY_NS = 5 * MS
 STATE_ARRIVAL_NS = 30_000
 """The runtime's arrival stamp of a LowState lags the recorder's log time by this much."""
 STEP_COMPUTE_NS = 400_000
 PREPARE_S = 0.5
+DAMPING_KD = 8.0
+FAULT_REASON = "policy kick: action is not finite"
 OBS_DIM = 380
 MOCAP_TYPE = "geometry_msgs/msg/PoseStamped"
 
@@ -55,7 +55,14 @@ class SyntheticPlan:
     """Named in the session description as the motion's clip (may be empty)."""
     estop_last: bool = False
     """The last episode ends in DAMPING halfway through (e-stop), and the session with it."""
+    fault_last: bool = False
+    """As ``estop_last``, but a fault latches on an actor step: the runtime records that step in
+    DAMPING with ``fault_latched``, its rejected (NaN) action and the damping command."""
     mocap: bool = True
+    mocap_offset_ns: int = 1_300_000
+    """Mocap captures are off the LowState grid by this much (0: on it, so every tick has a sample)."""
+    action_amplitude: float = 0.5
+    """Of the raw actions; targets beyond the joint limits given to the writer are clamped to them."""
     start_ns: int = 1_700_000_000 * 1_000_000_000
     compression: str = "zstd"
     log_batch_ms: float = 0.0
@@ -66,6 +73,10 @@ class SyntheticPlan:
         """The recorder's log time of samples that arrived at ``stamps``."""
         batch = int(self.log_batch_ms * MS)
         return stamps if batch <= 0 else -(-stamps // batch) * batch
+
+    @property
+    def ends_in_damping(self) -> bool:
+        return self.estop_last or self.fault_last
 
     @property
     def steps_per_episode(self) -> int:
@@ -111,9 +122,9 @@ class SyntheticMotion:
         return 0.3 * self._omega * np.cos(self._omega * t + self._phase)
 
     @staticmethod
-    def raw_action(tick: np.ndarray) -> np.ndarray:
+    def raw_action(tick: np.ndarray, amplitude: float = 0.5) -> np.ndarray:
         tick = np.asarray(tick, dtype=np.float64)[..., None]
-        return (0.5 * np.sin(0.1 * tick + 0.3 * np.arange(len(DRIVEN_MOTORS)))).astype(np.float32)
+        return (amplitude * np.sin(0.1 * tick + 0.3 * np.arange(len(DRIVEN_MOTORS)))).astype(np.float32)
 
     @staticmethod
     def obs(tick: np.ndarray) -> np.ndarray:
@@ -138,9 +149,9 @@ def _segments(plan: SyntheticPlan) -> list[_Segment]:
     for episode in range(1, plan.episodes + 1):
         last = episode == plan.episodes
         segments.append(_Segment("PREPARE", plan.motion, t, t := t + int(PREPARE_S * second), episode))
-        tracking_s = plan.episode_s / 2 if last and plan.estop_last else plan.episode_s
+        tracking_s = plan.episode_s / 2 if last and plan.ends_in_damping else plan.episode_s
         segments.append(_Segment("TRACKING", plan.motion, t, t := t + int(tracking_s * second), episode))
-        after = "DAMPING" if last and plan.estop_last else "HOLD"
+        after = "DAMPING" if last and plan.ends_in_damping else "HOLD"
         segments.append(_Segment(after, "", t, t := t + int(plan.hold_s * second), 0))
     return segments
 
@@ -148,8 +159,9 @@ def _segments(plan: SyntheticPlan) -> list[_Segment]:
 class _SessionWriter:
     """Generates and writes the messages of one synthetic session, one second at a time."""
 
-    def __init__(self, path: Path, plan: SyntheticPlan, motion: SyntheticMotion):
-        self.plan, self.motion = plan, motion
+    def __init__(self, path: Path, plan: SyntheticPlan, motion: SyntheticMotion,
+                 q_limits: tuple[np.ndarray, np.ndarray] | None = None):  # fmt: skip
+        self.plan, self.motion, self.q_limits = plan, motion, q_limits
         self.store = recording_typestore()
         bag_topics = [*DDS_TOPICS.values(), *RECORDER_TOPICS]
         if plan.mocap:
@@ -197,65 +209,90 @@ class _SessionWriter:
         state_log = self.plan.start_ns + index * LOWSTATE_PERIOD_NS
         step_stamp = state_log + STATE_ARRIVAL_NS + STEP_COMPUTE_NS
         segment = self._segment_at(state_log)
-        actions, targets, ticks, phases = self._actor(state_log, segment)
+        actions, targets, ticks, phases, latched = self._actor(state_log, segment)
+        damping = np.array([self.segments[seg].mode == "DAMPING" for seg in segment])
         pad = np.zeros((len(index), g1.NUM_SLOTS - NUM_MOTORS))
+        gains = np.where(damping[:, None], 0.0, 1.0)
         lowcmds = encode_columns(self.store, "unitree_hg/msg/LowCmd", self._lowcmd_proto, {
             "motor_cmd.q": np.hstack([targets, pad]),
-            "motor_cmd.kp": np.tile(np.r_[np.full(NUM_MOTORS, 100.0), pad[0]], (len(index), 1)),
-            "motor_cmd.kd": np.tile(np.r_[np.full(NUM_MOTORS, 2.0), pad[0]], (len(index), 1)),
+            "motor_cmd.kp": np.hstack([gains * 100.0 * np.ones(NUM_MOTORS), pad]),
+            "motor_cmd.kd": np.hstack([np.where(damping[:, None], DAMPING_KD, 2.0) * np.ones(NUM_MOTORS), pad]),
             "motor_cmd.mode": np.tile(np.r_[np.ones(NUM_MOTORS), pad[0]], (len(index), 1)),
         })  # fmt: skip
         steps: list[bytes] = [b""] * len(index)
+        acted = ticks >= 0
         for seg in np.unique(segment):
-            rows = np.flatnonzero(segment == seg)
-            tracking = self.segments[seg].mode == "TRACKING"
-            columns = {
-                "stamp_ns": step_stamp[rows], "control_tick": index[rows] // CONTROL_DECIMATION,
-                "episode": np.full(len(rows), self.segments[seg].episode), "motion_tick": ticks[rows],
-                "phase": phases[rows], "lowstate_tick": index[rows] * (LOWSTATE_PERIOD_NS // MS),
-                "lowstate_stamp_ns": state_log[rows] + STATE_ARRIVAL_NS, "q_target": targets[rows],
-            }  # fmt: skip
-            if tracking:
-                columns.update(obs=self.motion.obs(ticks[rows]), raw_action=actions[rows])
-            raws = encode_columns(self.store, "asap_ros/msg/PolicyStep", self._step_proto(seg), columns)
-            for row, raw in zip(rows, raws):
-                steps[row] = raw
+            for actor in (False, True):
+                rows = np.flatnonzero((segment == seg) & (acted == actor))
+                if not len(rows):
+                    continue
+                columns = {
+                    "stamp_ns": step_stamp[rows], "control_tick": index[rows] // CONTROL_DECIMATION,
+                    "episode": np.full(len(rows), self.segments[seg].episode or self._episode_before(seg)),
+                    "motion_tick": ticks[rows], "phase": phases[rows],
+                    "lowstate_tick": index[rows] * (LOWSTATE_PERIOD_NS // MS),
+                    "lowstate_stamp_ns": state_log[rows] + STATE_ARRIVAL_NS, "q_target": targets[rows],
+                    "fault_latched": latched[rows],
+                }  # fmt: skip
+                if actor:
+                    columns.update(obs=self.motion.obs(ticks[rows]), raw_action=actions[rows])
+                raws = encode_columns(self.store, "asap_ros/msg/PolicyStep", self._step_proto(seg, actor), columns)
+                for row, raw in zip(rows, raws):
+                    steps[row] = raw
         logged = self.plan.logged
         return [(topics.LOWCMD, logged(step_stamp + 50_000), lowcmds),
                 (topics.POLICY_STEP, logged(step_stamp + 100_000), steps)]  # fmt: skip
 
+    def _episode_before(self, seg: int) -> int:
+        """The episode number a step after a run still carries (the runtime counts runs started)."""
+        return max((s.episode for s in self.segments[:seg]), default=0)
+
     def _actor(self, state_log: np.ndarray, segment: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per control tick: raw action, targets, motion tick (-1: no actor output), phase, fault_latched."""
         ticks = np.full(len(state_log), -1, dtype=np.int64)
+        latched = np.zeros(len(state_log), dtype=bool)
+        period = LOWSTATE_PERIOD_NS * CONTROL_DECIMATION
         for seg in np.unique(segment):
             s = self.segments[seg]
             if s.mode == "TRACKING":
                 rows = segment == seg
-                ticks[rows] = (state_log[rows] - s.start_ns) // (LOWSTATE_PERIOD_NS * CONTROL_DECIMATION)
-        tracking = ticks >= 0
-        actions = self.motion.raw_action(np.maximum(ticks, 0))
+                ticks[rows] = (state_log[rows] - s.start_ns) // period
+            elif s.mode == "DAMPING":  # its first step latched it: the fault step, or the first after an e-stop
+                first = (segment == seg) & (state_log < s.start_ns + period)
+                latched |= first
+                if self.plan.fault_last:
+                    ticks[first] = (state_log[first] - self.segments[seg - 1].start_ns) // period
+        acted = ticks >= 0
+        actions = self.motion.raw_action(np.maximum(ticks, 0), self.plan.action_amplitude)
+        actions[latched & acted] = np.nan  # the output the fault check rejected
         targets = np.tile(self.motion.default_q, (len(ticks), 1))
-        targets[np.ix_(tracking, DRIVEN_MOTORS)] += 0.25 * actions[tracking]
-        phases = np.where(tracking, (ticks + 1) / self.plan.steps_per_episode, 0.0)
-        return actions, targets, ticks, phases
+        tracked = acted & ~latched
+        targets[np.ix_(tracked, DRIVEN_MOTORS)] += np.float64(0.25) * actions[tracked]
+        if self.q_limits is not None:
+            np.clip(targets, *self.q_limits, out=targets)
+        damping = np.array([self.segments[seg].mode == "DAMPING" for seg in segment])
+        targets[damping] = 0.0  # the damping command: kp 0, q 0
+        phases = np.where(acted, (ticks + 1) / self.plan.steps_per_episode, 0.0)
+        return actions, targets, ticks, phases, latched
 
-    def _step_proto(self, seg: int) -> bytes:
+    def _step_proto(self, seg: int, actor: bool) -> bytes:
         s = self.segments[seg]
-        key = (s.mode, s.motion, s.mode == "TRACKING")
+        key = (s.mode, s.motion, actor)
         if key not in self._step_protos:
             step = self.store.types["asap_ros/msg/PolicyStep"]
             empty = np.zeros(0, dtype=np.float32)
             self._step_protos[key] = self._serialize("asap_ros/msg/PolicyStep", step(
-                stamp_ns=0, control_tick=0, mode=s.mode, motion=s.motion, episode=0, motion_tick=-1, phase=0.0,
-                lowstate_tick=0, lowstate_stamp_ns=0, mocap_stamp_ns=0,
-                obs=np.zeros(OBS_DIM, np.float32) if key[2] else empty,
-                raw_action=np.zeros(len(DRIVEN_MOTORS), np.float32) if key[2] else empty,
+                stamp_ns=0, control_tick=0, mode=s.mode, motion=self.plan.motion if actor else "", episode=0,
+                motion_tick=-1, phase=0.0, lowstate_tick=0, lowstate_stamp_ns=0, mocap_stamp_ns=0,
+                obs=np.zeros(OBS_DIM, np.float32) if actor else empty,
+                raw_action=np.zeros(len(DRIVEN_MOTORS), np.float32) if actor else empty,
                 q_target=np.zeros(NUM_MOTORS, np.float32), compute_ns=STEP_COMPUTE_NS, latency_ns=STEP_COMPUTE_NS,
-                late=False,
+                late=False, fault_latched=False,
             ))  # fmt: skip
         return self._step_protos[key]
 
     def mocap(self, index: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-        capture = self.plan.start_ns + MOCAP_OFFSET_NS + index * MOCAP_PERIOD_NS
+        capture = self.plan.start_ns + self.plan.mocap_offset_ns + index * MOCAP_PERIOD_NS
         t = (capture - self.plan.start_ns) / 1e9
         pos, quat = self.motion.root_pos(t), self.motion.root_quat_wxyz(t)
         raws = encode_columns(self.store, MOCAP_TYPE, self._mocap_proto, {
@@ -272,7 +309,8 @@ class _SessionWriter:
         out = [(topics.SESSION, self.plan.start_ns, self._serialize("std_msgs/msg/String",
                 types["std_msgs/msg/String"](data=json.dumps(session))))]  # fmt: skip
         for before, after in zip(self.segments, self.segments[1:]):
-            reason = {"TRACKING": "start", "HOLD": "motion done", "DAMPING": "e-stop: operator"}.get(after.mode, "")
+            damping = FAULT_REASON if self.plan.fault_last else "e-stop: operator"
+            reason = {"TRACKING": "start", "HOLD": "motion done", "DAMPING": damping}.get(after.mode, "")
             motion = before.motion or after.motion
             out.append((topics.TRANSITION, after.start_ns, self._serialize("asap_ros/msg/ModeTransition",
                 types["asap_ros/msg/ModeTransition"](stamp_ns=after.start_ns, from_mode=before.mode,
@@ -312,6 +350,10 @@ class _SessionWriter:
         self.writer.flush()
 
 
-def write_synthetic_session(path: str | Path, plan: SyntheticPlan, default_q: np.ndarray) -> Path:
-    """Write a synthetic session bag at ``path`` (must not exist); returns the bag directory."""
-    return _SessionWriter(Path(path), plan, SyntheticMotion(default_q)).write()
+def write_synthetic_session(path: str | Path, plan: SyntheticPlan, default_q: np.ndarray,
+                            q_limits: tuple[np.ndarray, np.ndarray] | None = None) -> Path:  # fmt: skip
+    """Write a synthetic session bag at ``path`` (must not exist); returns the bag directory.
+
+    ``q_limits``: (lower, upper) joint limits the targets are clamped to, as the runtime does.
+    """
+    return _SessionWriter(Path(path), plan, SyntheticMotion(default_q), q_limits).write()
