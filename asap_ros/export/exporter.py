@@ -25,8 +25,8 @@ from asap_ros.export.bag import SessionBag
 from asap_ros.export.clips import resolve_clip, resolve_spec
 from asap_ros.export.delta import write_delta
 from asap_ros.export.formats import RAW, ExportContext, load_context
-from asap_ros.export.pairing import transitions
 from asap_ros.export.npz_log import write_npz_log
+from asap_ros.export.pairing import transitions
 from asap_ros.export.progress import Progress
 from asap_ros.recording import topics
 
