@@ -23,8 +23,9 @@ import numpy as np
 
 from asap_ros.controller import Controller, StepOutput
 from asap_ros.g1 import LowCmdEncoder, decode_lowstate_cdr
+from asap_ros.runtime.lease import Verdict
 from asap_ros.state import RobotState
-from asap_ros.state_machine import EStop
+from asap_ros.state_machine import EStop, Mode, Reset
 
 Sink = Callable[["StepRecord"], None]
 
@@ -44,6 +45,18 @@ class StepRecord:
     latency_ns: int
     """LowCmd write time minus the arrival time of the LowState it was built from."""
     late: bool
+    written: bool = True
+    """The LowCmd went out (False: withheld, the supervisor holds rt/lowcmd or granted nothing)."""
+
+
+class Arbiter(Protocol):
+    """Whether this process may write rt/lowcmd now (:class:`asap_ros.runtime.arbitration.LowCmdArbiter`)."""
+
+    def verdict(self, now_ns: int) -> Verdict: ...
+
+    def beat(self, mode: Mode) -> None: ...
+
+    def operator_reset(self) -> None: ...
 
 
 class StateSource(Protocol):
@@ -147,6 +160,7 @@ class ControlLoop:
         cpus: frozenset[int] = frozenset(),
         record_queue: int = 1024,
         states: StateSource | None = None,
+        arbiter: Arbiter | None = None,
     ) -> None:
         self.controller = controller
         self.states = states if states is not None else LatestState()
@@ -155,6 +169,9 @@ class ControlLoop:
         self.last_state: RobotState | None = None
         self.decode_errors = 0
         self._write = write_lowcmd
+        self._arbiter = arbiter
+        self.withheld = 0
+        """Steps whose LowCmd the arbiter withheld."""
         self._encoder = LowCmdEncoder()
         self._period_ns = int(round(period_s * 1e9))
         self._state_wait_s = state_wait_s
@@ -181,6 +198,8 @@ class ControlLoop:
         """Validate and apply an operator request; raises RejectedRequest, state unchanged."""
         with self._lock:
             self.controller.request(req, time.time_ns())
+            if isinstance(req, Reset) and self._arbiter is not None:
+                self._arbiter.operator_reset()
         if isinstance(req, EStop):
             self._wake.set()
 
@@ -247,15 +266,24 @@ class ControlLoop:
         if state is not None and state.crc_ok:
             self._mode_machine = state.mode_machine
             self.last_state = state
+        verdict = self._arbiter.verdict(time.monotonic_ns()) if self._arbiter is not None else None
         with self._lock:
+            if verdict is not None and verdict.fault is not None and self.controller.mode is not Mode.DAMPING:
+                self.controller.request(EStop(verdict.fault), time.time_ns())
             output = self.controller.step(state, time.time_ns(), late)
+        if self._arbiter is not None:
+            self._arbiter.beat(output.mode)
         if self._mode_machine is None:
             return  # never heard from the robot: a LowCmd needs its mode_machine
-        self._write(self._encoder.encode_cdr(output.command, self._mode_machine))
+        may_write = verdict is None or verdict.may_write
+        if may_write:
+            self._write(self._encoder.encode_cdr(output.command, self._mode_machine))
+        else:
+            self.withheld += 1
         written = time.time_ns()
         latency = written - arrival_ns if state is not None else 0
         compute = written - started
-        if state is not None:
+        if state is not None and may_write:
             self.stats.add(latency, compute)
         self._tick += 1
         if len(self._records) == self._records.maxlen:
@@ -271,6 +299,7 @@ class ControlLoop:
                 compute_ns=compute,
                 latency_ns=latency,
                 late=late,
+                written=may_write,
             )
         )
         with self._records_ready:

@@ -30,6 +30,8 @@ from cyclonedds.topic import Topic
 from asap_ros.errors import AsapError
 
 DEFAULT_INTERFACE = "lo"
+CLOSE_WAIT_S = 5.0
+"""How long closing a reader waits for its thread (a handler call in progress) to finish."""
 
 _lock = threading.Lock()
 _initialised: tuple[int, str] | None = None
@@ -88,9 +90,9 @@ def participant() -> DomainParticipant:
 class RawWriter:
     """Writes already serialised XCDR1 samples (with encapsulation header) to a typed topic."""
 
-    def __init__(self, topic: str, idl_type: type) -> None:
+    def __init__(self, topic: str, idl_type: type, qos: Qos | None = None) -> None:
         dp = participant()
-        self._writer = DataWriter(dp, Topic(dp, topic, idl_type))
+        self._writer = DataWriter(dp, Topic(dp, topic, idl_type), qos=qos)
         self.written = 0
         """Samples written so far (benchmarks compare it with what a recorder got)."""
 
@@ -109,8 +111,9 @@ class RawWriter:
         close_entity(self._writer)
 
 
-PayloadHandler = Callable[[bytes, int], None]
-"""``handler(payload, stamp_ns)``: called on the reader's own thread for every received sample."""
+PayloadHandler = Callable[[bytes, int, int], None]
+"""``handler(payload, stamp_ns, writer)``: called on the reader's own thread for every received
+sample; ``writer`` is the DDS publication handle of the sample's writer (one per writer)."""
 
 
 _ANY_SAMPLE = SampleState.Any | ViewState.Any | InstanceState.Any
@@ -135,18 +138,21 @@ class RawReader:
     """
 
     def __init__(
-        self, topic: str, idl_type: type, handler: PayloadHandler, depth: int = 64, ignore_local: bool = False
+        self, topic: str, idl_type: type, handler: PayloadHandler, depth: int = 64, ignore_local: bool = False,
+        qos: Qos | None = None,
     ) -> None:
+        """``qos`` is added to keep-last ``depth`` (and ignore-local), its policies winning."""
         dp = participant()
-        policies = [Policy.History.KeepLast(depth), *([Policy.IgnoreLocal.Participant] if ignore_local else [])]
+        policies = Qos(Policy.History.KeepLast(depth), *([Policy.IgnoreLocal.Participant] if ignore_local else []))
         self._handler = handler
         self._depth = depth
-        self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=Qos(*policies))
+        self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=policies + qos if qos else policies)
         self._waitset = _waitset_on_new_data(dp, self._reader)
         self._closing = GuardCondition(dp)
         self._waitset.attach(self._closing)
         self._stop = False
         self._closed = False
+        self._closed_by_handler = False
         self.handler_errors = 0
         self.last_handler_error: str | None = None
         self._thread = threading.Thread(target=self._run, name=f"dds {topic}", daemon=True)
@@ -154,6 +160,11 @@ class RawReader:
         _open_readers.add(self)
 
     def _run(self) -> None:
+        self._read()
+        if self._closed_by_handler:  # nobody else can delete them once this thread has left
+            self._delete()
+
+    def _read(self) -> None:
         while not self._stop:
             self._waitset.wait(1_000_000_000)
             stamp_ns = time.time_ns()
@@ -163,21 +174,30 @@ class RawReader:
             for data, info in samples:
                 if info.valid_data and not self._stop:
                     try:
-                        self._handler(data, stamp_ns)
+                        self._handler(data, stamp_ns, info.publication_handle)
                     except Exception as exc:  # one bad sample must not end the reader
                         self.handler_errors += 1
                         self.last_handler_error = repr(exc)
 
     def close(self) -> None:
-        """Stop the thread (after a running handler call returns) and delete the reader (idempotent)."""
+        """Stop the thread (after a running handler call returns), then delete the reader
+        (idempotent). A thread still running after ``CLOSE_WAIT_S`` keeps its entities: deleting
+        a waitset or reader that a thread is still using crashes the process."""
         if self._closed:
             return
         self._closed = True
         self._stop = True
         self._closing.set(True)
-        if threading.current_thread() is not self._thread:
-            self._thread.join(5.0)
+        if threading.current_thread() is self._thread:
+            self._closed_by_handler = True  # the thread deletes them on its way out
+            return
+        self._thread.join(CLOSE_WAIT_S)
+        if not self._thread.is_alive():
+            self._delete()
+
+    def _delete(self) -> None:
         close_entity(self._waitset)
+        close_entity(self._closing)
         close_entity(self._reader)
 
 
@@ -203,12 +223,16 @@ class PolledReader:
     :meth:`next_arrival`, at most one reader poll late for one found already waiting.
     """
 
-    def __init__(self, topic: str, idl_type: type) -> None:
+    def __init__(self, topic: str, idl_type: type, qos: Qos | None = None) -> None:
+        """``qos``: default keep-last 1 (the newest sample is all that is read)."""
         dp = participant()
-        self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=Qos(Policy.History.KeepLast(1)))
+        self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=qos or Qos(Policy.History.KeepLast(1)))
         self._waitset = _waitset_on_new_data(dp, self._reader)
         self._payload: bytes | None = None
         self._stamp_ns = 0
+        self._in_use = threading.Lock()
+        """Held while taking or waiting: :meth:`close` never deletes the entities under a reader."""
+        self._closed = False
 
     def _take(self) -> bool:
         """Keep the newest valid sample waiting in the reader; False if there was none."""
@@ -222,22 +246,32 @@ class PolledReader:
 
     def newest(self) -> tuple[bytes | None, int]:
         """``(payload, stamp_ns)`` of the newest sample (``None`` before the first)."""
-        self._take()
-        return self._payload, self._stamp_ns
+        with self._in_use:
+            if not self._closed:
+                self._take()
+            return self._payload, self._stamp_ns
 
     def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int]:
         """The first sample to arrive after this call, or the newest one after ``timeout_s``."""
-        self._take()  # waiting already: not the next arrival
-        deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
-        while (left_ns := deadline_ns - time.monotonic_ns()) > 0:
-            self._waitset.wait(left_ns)
-            if self._take():
-                break
-        return self._payload, self._stamp_ns
+        with self._in_use:
+            if self._closed:
+                return self._payload, self._stamp_ns
+            self._take()  # waiting already: not the next arrival
+            deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
+            while (left_ns := deadline_ns - time.monotonic_ns()) > 0:
+                self._waitset.wait(left_ns)
+                if self._take():
+                    break
+            return self._payload, self._stamp_ns
 
     def close(self) -> None:
-        close_entity(self._waitset)
-        close_entity(self._reader)
+        """Delete the reader once no thread is taking from it or waiting on it (idempotent)."""
+        with self._in_use:
+            if self._closed:
+                return
+            self._closed = True
+            close_entity(self._waitset)
+            close_entity(self._reader)
 
 
 def close_entity(entity) -> None:

@@ -44,6 +44,24 @@ def realtime_controller_config(tmp_path_factory) -> Path:
 
 
 _exit_status = 0
+_STATE = os.environ.get("ASAP_TEST_STATE")
+"""Folder where scripts/test finds the running test and the fault handler's output after a crash."""
+
+
+def pytest_configure(config) -> None:
+    """Fault-handler tracebacks of every thread go to a file that survives a crash (pytest's own
+    handler writes to a stderr that a crashed run may never flush)."""
+    if _STATE:
+        import faulthandler
+
+        config._asap_faulthandler_log = open(os.path.join(_STATE, "faulthandler.log"), "w")  # noqa: SIM115
+        faulthandler.enable(file=config._asap_faulthandler_log, all_threads=True)
+
+
+def pytest_runtest_logstart(nodeid, location) -> None:
+    if _STATE:
+        with open(os.path.join(_STATE, "current-test"), "w") as file:
+            file.write(nodeid)
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:

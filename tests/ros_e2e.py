@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+TAKEOVER = "TAKEOVER"
 TEST_DEPLOY_PARAMS = {
     "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
     "realtime_priority": 80,
@@ -59,36 +60,27 @@ class LowCmdSample:
 
 
 class LowCmdObserver:
-    """Records every rt/lowcmd sample with its arrival time and writer (raw CDR, no deserialiser)."""
+    """Records every rt/lowcmd sample with its arrival time and DDS writer (raw CDR, no
+    deserialiser), on a :class:`~asap_ros.dds.RawReader` thread: no Python on Cyclone's threads."""
 
     def __init__(self) -> None:
-        from cyclonedds._clayer import ddspy_take
-        from cyclonedds.core import InstanceState, Listener, SampleState, ViewState
-        from cyclonedds.sub import DataReader
-        from cyclonedds.topic import Topic
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-        from asap_ros.dds import participant
-        from asap_ros.g1 import LOWCMD_WIRE
+        from asap_ros.dds import RawReader
 
-        mask = SampleState.Any | ViewState.Any | InstanceState.Any
         self.samples: list[LowCmdSample] = []
         self._cond = threading.Condition()
+        self._reader = RawReader("rt/lowcmd", LowCmd_, self._on_sample, depth=256)
 
-        def on_data(reader: Any) -> None:
-            stamp = time.time_ns()
-            if reader is None:
-                return  # delivered while the reader is being deleted
-            taken = ddspy_take(reader._ref, mask, 16)
-            for data, info in taken:
-                if info.valid_data and len(data) == LOWCMD_WIRE.cdr_size:  # tests send malformed ones too
-                    kp = LOWCMD_WIRE.from_cdr(data)["motor_cmd"]["kp"][:29]
-                    with self._cond:
-                        self.samples.append(LowCmdSample(stamp, info.publication_handle, not kp.any()))
-                        self._cond.notify_all()
+    def _on_sample(self, payload: bytes, stamp_ns: int, writer: int) -> None:
+        from asap_ros.g1 import LOWCMD_WIRE
 
-        dp = participant()
-        self._reader = DataReader(dp, Topic(dp, "rt/lowcmd", LowCmd_), listener=Listener(on_data_available=on_data))
+        if len(payload) != LOWCMD_WIRE.cdr_size:  # tests send malformed ones too
+            return
+        kp = LOWCMD_WIRE.from_cdr(payload)["motor_cmd"]["kp"][:29]
+        with self._cond:
+            self.samples.append(LowCmdSample(stamp_ns, writer, not kp.any()))
+            self._cond.notify_all()
 
     def wait_for(self, predicate: Callable[[LowCmdSample], bool], after_ns: int, timeout_s: float) -> LowCmdSample | None:
         """The first sample after ``after_ns`` satisfying ``predicate`` (waits up to ``timeout_s``)."""
@@ -102,10 +94,43 @@ class LowCmdObserver:
                 if left <= 0 or not self._cond.wait(left):
                     return None
 
+    def between(self, start_ns: int, end_ns: int) -> list[LowCmdSample]:
+        """The samples that arrived in ``[start_ns, end_ns)``."""
+        with self._cond:
+            return [s for s in self.samples if start_ns <= s.stamp_ns < end_ns]
+
     def writers_between(self, start_ns: int, end_ns: int) -> set[int]:
         """Publication handles of the writers heard in ``[start_ns, end_ns)``."""
-        with self._cond:
-            return {s.writer for s in self.samples if start_ns <= s.stamp_ns < end_ns}
+        return {s.writer for s in self.between(start_ns, end_ns)}
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+def max_writers_in_window(samples: list[LowCmdSample], window_ns: int = 20_000_000) -> int:
+    """The most distinct writers among samples that arrived within any ``window_ns`` of each other."""
+    most, start = 0, 0
+    for end, sample in enumerate(samples):
+        while sample.stamp_ns - samples[start].stamp_ns >= window_ns:
+            start += 1
+        most = max(most, len({s.writer for s in samples[start:end + 1]}))
+    return most
+
+
+DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "os.getppid() == int(sys.argv[1]) or sys.exit('parent gone')\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def dying_with_this_process(args: list[str]) -> list[str]:
+    """``args`` run so that the kernel kills the child when this process dies, however it dies
+    (``PR_SET_PDEATHSIG``, kept across ``exec``): a crashed test run leaves no node behind on a
+    DDS domain that a later run may reuse. Start the child from the main thread (the signal
+    follows the thread that forked it)."""
+    return [sys.executable, "-c", DIE_WITH_PARENT, str(os.getpid()), *args]
 
 
 def node_process(module: str, domain: int, params: dict[str, Any], log: Path) -> subprocess.Popen:
@@ -114,8 +139,8 @@ def node_process(module: str, domain: int, params: dict[str, Any], log: Path) ->
     for name, value in params.items():
         args += ["-p", f"{name}:={value}"]
     env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
-    return subprocess.Popen(args, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log.open("w"),
-                            stderr=subprocess.STDOUT)
+    return subprocess.Popen(dying_with_this_process(args), env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 class RosClient:
@@ -242,12 +267,13 @@ class System:
         self.supervisor: subprocess.Popen | None = None
         self._deploy_runs = 0
 
-    def start_deploy(self) -> None:
+    def start_deploy(self, mode: str = "PASSIVE") -> None:
+        """Start asap_deploy and wait for ``mode`` (DAMPING when it starts during a takeover)."""
         self._deploy_runs += 1
         self.ros.latched.pop("/asap_deploy/mode", None)
         self.deploy = node_process("deploy_node", self.domain, self.deploy_params,
                                    self.logs / f"deploy{self._deploy_runs}.log")
-        assert self.ros.wait_mode("PASSIVE", 60.0), self.log("deploy")
+        assert self.ros.wait_mode(mode, 60.0), (self.ros.latched, self.log("deploy"))
 
     def start_supervisor(self) -> None:
         self.supervisor = node_process("supervisor_node", self.domain, self.supervisor_params,
@@ -280,6 +306,32 @@ class System:
         assert ok, message
         assert self.ros.wait_mode("TRACKING", 30.0), f"never reached TRACKING: {self.ros.latched}\n{self.log('deploy')}"
 
+    def hand_back_and_stand(self) -> None:
+        """After a takeover: supervisor reset (the deploy node is in DAMPING), deploy reset, Stand."""
+        assert self.ros.spin_until(lambda: self.ros.trigger("/asap_supervisor/reset")[0], 10.0), self.ros.latched
+        assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state") == "WATCHING", 5.0)
+        assert self.ros.spin_until(lambda: self.ros.trigger("/asap_deploy/reset")[0], 5.0), self.ros.latched
+        self.stand()
+
+    def ensure_holding(self) -> None:
+        """Whatever an earlier test left (a takeover, a dead or damped deploy node): back to HOLD
+        with the supervisor watching, so each test starts from the same state."""
+        if self.deploy is None or self.deploy.poll() is not None:
+            self.start_deploy("DAMPING" if self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER)
+                              else "PASSIVE")
+        if self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER):
+            self.hand_back_and_stand()
+            return
+        mode = self.ros.latched.get("/asap_deploy/mode")
+        if mode == "DAMPING":
+            self.reset_and_stand()
+        elif mode == "PASSIVE":
+            self.stand()
+        elif mode in ("PREPARE", "TRACKING"):
+            ok, message = self.ros.trigger("/asap_deploy/stop")
+            assert ok, message
+        assert self.ros.wait_mode("HOLD", 30.0), self.ros.latched
+
     def reset_and_stand(self) -> None:
         """DAMPING -> Reset -> PASSIVE -> Stand at once (the limp robot would tip over)."""
         ok, message = self.ros.trigger("/asap_deploy/reset")
@@ -304,8 +356,15 @@ class System:
                     process.kill()
                     process.wait(5)
         self.ros.close()
+        self.lowcmd.close()
         if self.sim is not None:
             self.sim.stop()
+
+
+def holding(system: System) -> System:
+    """The body of an autouse fixture: every test of a module starts in HOLD, supervisor watching."""
+    system.ensure_holding()
+    return system
 
 
 def started_system(domain: int, logs: Path) -> Iterator[System]:

@@ -27,6 +27,7 @@ from mcap_ros2.decoder import DecoderFactory
 from rosbags.rosbag2 import Reader
 
 from asap_ros.recording import topics as T
+from ros_e2e import dying_with_this_process
 from asap_ros.recording.typestore import recording_typestore
 
 PUBLISHER = Path(__file__).resolve().parent / "session_publisher.py"
@@ -45,12 +46,13 @@ STAND_IN = load_stand_in()
 
 def recorder_command(domain: int, output: Path, name: str, *params: str) -> list[str]:
     params = (f"dds_domain:={domain}", f"output_dir:={output}", f"bag_name:={name}", *params)
-    return [sys.executable, "-m", "asap_ros.ros.recorder_node", "--ros-args", *sum((["-p", p] for p in params), [])]
+    return dying_with_this_process(
+        [sys.executable, "-m", "asap_ros.ros.recorder_node", "--ros-args", *sum((["-p", p] for p in params), [])])
 
 
 def publisher_command(domain: int, duration_s: float, counts: Path) -> list[str]:
-    return [sys.executable, str(PUBLISHER), "--domain", str(domain), "--duration", str(duration_s),
-            "--counts", str(counts)]
+    return dying_with_this_process([sys.executable, str(PUBLISHER), "--domain", str(domain), "--duration",
+                                    str(duration_s), "--counts", str(counts)])
 
 
 @dataclass

@@ -12,12 +12,17 @@ import time
 
 import pytest
 
-from ros_e2e import ROOT, System, distribution_ms, node_process, started_system
+from ros_e2e import ROOT, System, distribution_ms, holding, node_process, started_system
 
 
 @pytest.fixture(scope="module")
 def system(dds_domain, tmp_path_factory):
     yield from started_system(dds_domain, tmp_path_factory.mktemp("e2e_logs"))
+
+
+@pytest.fixture(autouse=True)
+def each_test_starts_holding(system):
+    holding(system)
 
 
 def deploy_writer(system: System, since_ns: int) -> int:
@@ -140,10 +145,16 @@ def test_kill_9_of_deploy_while_tracking_hands_over_to_the_supervisor(system):
     ok, message = system.ros.trigger("/asap_supervisor/reset")
     assert not ok and "reset refused: deploy process" in message and "exited" in message, message
 
-    system.start_deploy()  # back in PASSIVE (it never drives the robot before an operator Stand)
-    assert system.ros.spin_until(lambda: system.ros.trigger("/asap_supervisor/reset")[0], 10.0)
+    system.start_deploy("DAMPING")  # it starts under the takeover: latched, writing nothing
+    assert system.ros.spin_until(lambda: "supervisor took over rt/lowcmd (deploy process"
+                                 in system.ros.latched.get("/asap_deploy/fault", ""), 5.0), system.ros.latched
+    ok, message = system.ros.trigger("/asap_deploy/stand")
+    assert not ok and "reset the supervisor first" in message, message
+    restarted_at = time.time_ns()
+    time.sleep(0.5)
+    assert system.lowcmd.writers_between(restarted_at, time.time_ns()) == {takeover.writer}
+    system.hand_back_and_stand()
     released_at = time.time_ns()
     time.sleep(0.5)
-    assert system.ros.latched["/asap_supervisor/state"] == "WATCHING"
     recent = system.lowcmd.writers_between(released_at + 100_000_000, time.time_ns())
     assert takeover.writer not in recent, "supervisor still writing after reset"

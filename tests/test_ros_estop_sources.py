@@ -11,12 +11,17 @@ import sys
 
 import pytest
 
-from ros_e2e import ROOT, node_process, started_system
+from ros_e2e import ROOT, dying_with_this_process, holding, started_system
 
 
 @pytest.fixture(scope="module")
 def system(dds_domain, tmp_path_factory):
     yield from started_system(dds_domain, tmp_path_factory.mktemp("estop_source_logs"))
+
+
+@pytest.fixture(autouse=True)
+def each_test_starts_holding(system):
+    holding(system)
 
 
 def test_estop_topic_damps_the_robot(system):
@@ -33,12 +38,11 @@ def test_enter_on_the_supervisor_terminal_damps_the_robot(system, tmp_path):
     """A second supervisor on a pseudo-terminal (as an operator runs it with ros2 run). ENTER
     comes as soon as the prompt shows, before the deploy node's service is discovered: the
     supervisor keeps forwarding until the deploy node acknowledges."""
-    system.reset_and_stand()
     controller, terminal = pty.openpty()
     env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
     args = [sys.executable, "-m", "asap_ros.ros.supervisor_node", "--ros-args", "-r", "__node:=terminal_supervisor",
             "-p", f"dds_domain:={system.domain}"]
-    process = subprocess.Popen(args, env=env, cwd=ROOT, stdin=terminal, stdout=terminal, stderr=terminal)
+    process = subprocess.Popen(dying_with_this_process(args), env=env, cwd=ROOT, stdin=terminal, stdout=terminal, stderr=terminal)
     os.close(terminal)
     output = b""
     try:
@@ -53,15 +57,15 @@ def test_enter_on_the_supervisor_terminal_damps_the_robot(system, tmp_path):
 
 
 def test_an_estop_while_the_deploy_node_is_down_reaches_it_when_it_comes_back(system):
-    """The supervisor keeps forwarding an unacknowledged e-stop: a deploy node started after it
-    goes to DAMPING without anyone asking again. (Last in this module: it leaves a takeover.)"""
+    """A deploy node started while the supervisor streams damping (its predecessor was killed,
+    then an e-stop came) goes to DAMPING at once, without anyone asking again, and gets the
+    robot back only through a supervisor reset."""
     system.kill_deploy()
     assert system.ros.spin_until(
         lambda: system.ros.latched.get("/asap_supervisor/state", "").startswith("TAKEOVER"), 10.0)
     ok, message = system.ros.trigger("/asap_supervisor/estop")
     assert ok, message
-    system.ros.latched.pop("/asap_deploy/mode", None)
-    system.deploy = node_process("deploy_node", system.domain, system.deploy_params, system.logs / "deploy_late.log")
-    assert system.ros.wait_mode("DAMPING", 60.0), (system.ros.latched, system.log("deploy_late"))
-    assert system.ros.spin_until(
-        lambda: system.ros.latched.get("/asap_deploy/fault") == "e-stop: operator e-stop (~/estop service)", 5.0), system.ros.latched
+    system.start_deploy("DAMPING")
+    assert system.ros.spin_until(lambda: system.ros.latched.get("/asap_deploy/fault", "").startswith(
+        "e-stop: supervisor took over rt/lowcmd (deploy process"), 5.0), system.ros.latched
+    system.hand_back_and_stand()

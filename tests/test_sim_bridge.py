@@ -19,9 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cyclonedds.core import Listener
 from cyclonedds.pub import DataWriter
-from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 from unitree_sdk2py.core.channel import ChannelPublisher, ChannelSubscriber
 from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowCmd_
@@ -29,6 +27,7 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
 from asap_ros import g1
+from ros_e2e import dying_with_this_process
 from asap_ros.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.robot import load_robot_model
 from asap_ros.sim.config import load_sim_config
@@ -56,7 +55,8 @@ def lowcmd_pub(dds_domain):
     init_channels(dds_domain, "lo")
     publisher = ChannelPublisher("rt/lowcmd", LowCmd_)
     publisher.Init()
-    return publisher
+    yield publisher
+    publisher.Close()  # deleted now, not by a later garbage collection (its listener runs Python)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ class LowStateLog:
 
     def __init__(self) -> None:
         self.samples: list[tuple[bytes, int]] = []
-        self._reader = RawReader("rt/lowstate", LowState_, lambda payload, stamp: self.samples.append((payload, stamp)))
+        self._reader = RawReader("rt/lowstate", LowState_, lambda payload, stamp, _writer: self.samples.append((payload, stamp)))
 
     def states(self) -> list[RobotState]:
         return [g1.state_from_record(g1.LOWSTATE_WIRE.from_cdr(p), s) for p, s in self.samples]
@@ -96,15 +96,11 @@ class GroundTruthLog:
 
     def __init__(self) -> None:
         self.samples: list[GroundTruth_] = []
-        dp = participant()
-        self._reader = DataReader(dp, Topic(dp, GROUND_TRUTH_TOPIC, GroundTruth_),
-                                  listener=Listener(on_data_available=self._on_data))
-
-    def _on_data(self, reader: DataReader) -> None:
-        self.samples.extend(s for s in reader.take(64) if isinstance(s, GroundTruth_))
+        self._reader = RawReader(GROUND_TRUTH_TOPIC, GroundTruth_,
+                                 lambda payload, _stamp, _writer: self.samples.append(GroundTruth_.deserialize(payload)))
 
     def close(self) -> None:
-        close_entity(self._reader)
+        self._reader.close()
 
 
 def command(robot, **targets: float) -> JointCommand:
@@ -207,8 +203,8 @@ def test_raw_reader_gets_this_process_own_writes_unless_told_to_ignore_them(dds_
     init_channels(dds_domain, "lo")
     received: list[bytes] = []
     ignored: list[bytes] = []
-    own = RawReader("rt/raw_reader_test", LowCmd_, lambda payload, _stamp: received.append(payload))
-    foreign_only = RawReader("rt/raw_reader_test", LowCmd_, lambda payload, _stamp: ignored.append(payload),
+    own = RawReader("rt/raw_reader_test", LowCmd_, lambda payload, _stamp, _writer: received.append(payload))
+    foreign_only = RawReader("rt/raw_reader_test", LowCmd_, lambda payload, _stamp, _writer: ignored.append(payload),
                              ignore_local=True)
     writer = RawWriter("rt/raw_reader_test", LowCmd_)
     encoder = g1.LowCmdEncoder()
@@ -230,7 +226,7 @@ def test_a_raw_reader_handler_that_raises_is_counted_and_the_reader_goes_on(dds_
     init_channels(dds_domain, "lo")
     received: list[bytes] = []
 
-    def handler(payload: bytes, _stamp: int) -> None:
+    def handler(payload: bytes, _stamp: int, _writer: int) -> None:
         received.append(payload)
         g1.LOWCMD_WIRE.from_cdr(payload)  # ValueError on a malformed sample
 
@@ -343,7 +339,7 @@ SENDER = textwrap.dedent(
 
 def test_motors_go_limp_when_the_sender_is_killed(dds_domain, lowcmd_pub):
     with running_sim(dds_domain) as sim:
-        sender = subprocess.Popen([sys.executable, "-c", SENDER, str(dds_domain)], cwd=REPO,
+        sender = subprocess.Popen(dying_with_this_process([sys.executable, "-c", SENDER, str(dds_domain)]), cwd=REPO,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert sender.stdout.readline().strip() == "sending", sender.stderr.read()

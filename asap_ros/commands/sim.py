@@ -98,7 +98,7 @@ class GroundTruthBuffer:
         self._cond = threading.Condition()
         self.received = 0
 
-    def on_payload(self, payload: bytes, _stamp_ns: int) -> None:
+    def on_payload(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         """RawReader handler (DDS thread)."""
         tick = self.TICK.unpack_from(payload, 4)[0]
         with self._cond:

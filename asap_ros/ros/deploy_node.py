@@ -4,9 +4,12 @@ The :class:`~asap_ros.control_loop.ControlLoop` runs on its own thread with the 
 ``rt/lowstate`` subscriber and ``rt/lowcmd`` writer; rclpy never calls into the control path.
 Off the control path (the loop's sink thread and rclpy timers) the node publishes
 ``joint_states``, ``imu``, ``~/mode`` and ``~/fault`` (latched), ``diagnostics`` (latched),
-``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.dds_types`), plus
-``~/heartbeat`` (one per control step) and ``~/process`` (latched ``host:pid``) for
-``asap_supervisor``. The stamp of the newest ``mocap/pose`` goes into each step record.
+``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.dds_types`), and
+``~/process`` (latched ``host:pid``) for ``asap_supervisor``. With ``supervised`` (the default)
+the control thread writes ``rt/lowcmd`` only under the supervisor's lease
+(:mod:`asap_ros.runtime.lease`): one beat per step out, grants in, both on unitree DDS; Stand
+and Start are refused while the supervisor objects, and its takeover latches DAMPING with its
+reason. The stamp of the newest ``mocap/pose`` goes into each step record.
 Operator services (``std_srvs/Trigger``):
 ``~/stand``, ``~/stop``, ``~/estop``, ``~/reset``, ``~/start`` (the ``default_motion``
 parameter) and one ``~/start/<motion>`` per loaded policy.
@@ -28,6 +31,7 @@ from typing import Any
 from asap_ros.errors import AsapError, ConfigError, RejectedRequest
 from asap_ros.paths import config_file, policies_dir
 from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
+from asap_ros.state_machine import Reset, Stand, Start
 
 NODE_NAME = "asap_deploy"
 MOCAP_TOPIC = "mocap/pose"
@@ -82,7 +86,7 @@ class DeployNode:
     def __init__(self, node: Any):
         from geometry_msgs.msg import PoseStamped
         from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
-        from std_msgs.msg import Float32MultiArray, String, UInt64
+        from std_msgs.msg import Float32MultiArray, String
 
         from asap_ros.control_loop import ControlLoop
         from asap_ros.controller import Controller, load_controller_config
@@ -101,6 +105,7 @@ class DeployNode:
         self.params.set_validator(self._check_params)
 
         self._lowcmd_writer = self._open_lowcmd_writer(p["dds_domain"], p["network_interface"])
+        self.arbiter = self._open_arbiter(p["control_rate_hz"]) if p["supervised"] else None
         self.loop = ControlLoop(
             self.controller,
             self._lowcmd_writer.write,
@@ -110,12 +115,12 @@ class DeployNode:
             realtime_priority=p["realtime_priority"],
             cpus=self._control_cpus(p["control_cpu"]),
             states=self._open_lowstate_reader(),
+            arbiter=self.arbiter,
         )
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._mode_pub = node.create_publisher(String, "~/mode", latched)
         self._fault_pub = node.create_publisher(String, "~/fault", latched)
-        self._heartbeat_pub = node.create_publisher(UInt64, "~/heartbeat", qos_profile_sensor_data)
         self._policy_pub = node.create_publisher(Float32MultiArray, "~/policy_step", 10)
         self._policy_dds = self._open_policy_step_channel()
         self._publish_mode(self.controller.mode.name, "")
@@ -142,6 +147,12 @@ class DeployNode:
 
         init_channels(domain, interface)
         return RawWriter("rt/lowcmd", LowCmd_)
+
+    def _open_arbiter(self, control_rate_hz: float) -> Any:
+        """The rt/lowcmd lease; DAMPING is latched two control periods before it runs out."""
+        from asap_ros.runtime.arbitration import LowCmdArbiter
+
+        return LowCmdArbiter(damping_margin_ns=int(2e9 / control_rate_hz))
 
     def _open_lowstate_reader(self) -> Any:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
@@ -177,6 +188,10 @@ class DeployNode:
 
         def callback(_request: Any, response: Any) -> Any:
             request = make_request()
+            objection = self._supervisor_objection(request)
+            if objection is not None:
+                response.success, response.message = False, f"{describe(request)} refused: {objection}"
+                return response
             try:
                 self.loop.request(request)
             except RejectedRequest as exc:
@@ -187,6 +202,17 @@ class DeployNode:
             return response
 
         return callback
+
+    def _supervisor_objection(self, request: Any) -> str | None:
+        """Why the supervisor's lease forbids ``request`` now: no Stand/Start without a current
+        grant, no Reset while the supervisor streams damping (reset the supervisor first)."""
+        if self.arbiter is None:
+            return None
+        if isinstance(request, (Stand, Start)):
+            return self.arbiter.refusal()
+        if isinstance(request, Reset) and self.arbiter.lease.yielded:
+            return "the supervisor streams damping on rt/lowcmd; reset the supervisor first"
+        return None
 
     def _control_cpus(self, cpu: int) -> frozenset[int]:
         from asap_ros.control_loop import existing_cpu
@@ -213,11 +239,8 @@ class DeployNode:
 
     # --- sink thread -------------------------------------------------------------------------
     def _on_step(self, record: Any) -> None:
-        from std_msgs.msg import UInt64
-
         from asap_ros.ros.messages import policy_step_msg
 
-        self._heartbeat_pub.publish(UInt64(data=record.control_tick))
         out, policy = record.output, record.output.policy
         if out.transition is not None:
             t = out.transition

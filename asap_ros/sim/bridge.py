@@ -42,7 +42,7 @@ class LowCmdIntake:
         self._rng = rng
         self._lock = threading.Lock()
 
-    def on_payload(self, payload: bytes, _stamp_ns: int) -> None:
+    def on_payload(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         """DDS callback for one ``rt/lowcmd`` sample."""
         arrival_ns = time.monotonic_ns()
         with self._lock:

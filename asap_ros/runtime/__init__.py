@@ -1,0 +1,1 @@
+"""The runtime around the pure control step: DDS adapters, the control loop, write arbitration."""
