@@ -47,11 +47,9 @@ def main() -> None:
         released_at = 0
         for trial in range(args.trials):
             if trial:
-                system.start_deploy()
-                if not system.ros.spin_until(lambda: system.ros.trigger("/asap_supervisor/reset")[0], 10.0):
-                    raise SystemExit(f"trial {trial}: supervisor reset refused")
-                released_at = time.time_ns() + 100_000_000  # samples already in flight at the reset
-                system.stand()
+                system.start_deploy("DAMPING")  # started under the takeover
+                system.hand_back_and_stand()
+                released_at = time.time_ns()
             while not track_or_recover(system, faults, args.trials):
                 pass
             time.sleep(random.uniform(0.2, 0.7))

@@ -122,7 +122,7 @@ def test_command_drops_follow_probability_and_seed(joints):
         marks = []
         for _ in range(2000):
             before = intake.counters.dropped_by_profile
-            intake.on_payload(payload, 0)
+            intake.on_payload(payload, 0, 0)
             marks.append(intake.counters.dropped_by_profile - before)
         assert intake.counters.accepted + intake.counters.dropped_by_profile == 2000
         return marks
