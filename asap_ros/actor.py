@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.policy_spec import PolicySpec
 
 _FLOAT = "tensor(float)"

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from asap_ros.errors import AssetError
+from asap_ros.core.errors import AssetError
 from asap_ros.paths import share_dir
 
 ENV_VAR = "ASAP_ASSETS"

@@ -25,7 +25,7 @@ import numpy as np
 from numpy._core import multiarray as _multiarray
 from numpy._core import numeric as _numeric
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 
 
 class _JoblibArrayRecord:

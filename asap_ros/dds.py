@@ -27,7 +27,7 @@ from cyclonedds.qos import Policy, Qos
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 
 DEFAULT_INTERFACE = "lo"
 

@@ -23,7 +23,7 @@ from cyclonedds.qos import Policy, Qos
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
-from asap_ros.state import NUM_MOTORS
+from asap_ros.core.state import NUM_MOTORS
 
 if TYPE_CHECKING:
     from asap_ros.control_loop import StepRecord

@@ -27,7 +27,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from asap_ros.state import NUM_MOTORS, JointCommand, RobotState
+from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 
 NUM_SLOTS = 35
 """Motor slots in hg LowCmd_/LowState_; the G1 drives the first 29, the rest stay disabled."""

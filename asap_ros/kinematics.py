@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from asap_ros.assets import asset_path
-from asap_ros.errors import AssetError
+from asap_ros.core.errors import AssetError
 
 if TYPE_CHECKING:
     from asap_ros.clip import MotionClip

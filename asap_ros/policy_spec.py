@@ -27,7 +27,7 @@ import numpy as np
 
 from asap_ros.assets import asset_root
 from asap_ros.clip import load_clip
-from asap_ros.robot import RobotModel, load_robot_model
+from asap_ros.core.robot import RobotModel, load_robot_model
 from asap_ros.yaml_config import ConfigReader, load_config
 
 

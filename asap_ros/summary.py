@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.session import OperatorScript, RunSetup
 from asap_ros.tracking import FALL_HEIGHT_M, RunTrace, evaluate_tracking
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 
 GL_BACKENDS = ("egl", "osmesa")
 DEFAULT_GL = "egl"

@@ -8,7 +8,7 @@ Usage::
     kp = gains.floats("kp", length=29, low=0)  # float64 array
     cfg.reject_unknown({"rate_hz", "gains"})   # typos are errors, not silently ignored
 
-Every problem raises :class:`~asap_ros.errors.ConfigError` with the file, the dotted key,
+Every problem raises :class:`~asap_ros.core.errors.ConfigError` with the file, the dotted key,
 what is wrong and the offending value.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 
 _REQUIRED = object()
 

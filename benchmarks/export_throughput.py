@@ -18,7 +18,7 @@ from pathlib import Path
 
 from asap_ros.export.exporter import export_bag
 from asap_ros.export.synthetic import PREPARE_S, SyntheticPlan, write_synthetic_session
-from asap_ros.robot import load_robot_model
+from asap_ros.core.robot import load_robot_model
 
 EPISODE_S = 20.0
 HOLD_S = 4.0

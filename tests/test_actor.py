@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from asap_ros.actor import OnnxActor
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.paths import policies_dir
-from asap_ros.policy import PolicyRunner
+from asap_ros.core.policy import PolicyRunner
 from asap_ros.policy_spec import load_policy_spec, sha256_of
-from asap_ros.state import RobotState
+from asap_ros.core.state import RobotState
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 
 from asap_ros import assets as asap_assets
 from asap_ros.cli import main as cli_main
-from asap_ros.errors import AssetError
+from asap_ros.core.errors import AssetError
 
 REPO = Path(__file__).resolve().parent.parent
 CORRUPTED = "policies/mimic/CR7_level1/model_191500.onnx"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from asap_ros.clip import load_clip, load_pickle_restricted
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 
 SHIPPED = {
     "0-TairanTestbed_TairanTestbed_CR7_video_CR7_level1_filter_amass.pkl": 119,

@@ -19,15 +19,15 @@ import pytest
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
 from asap_ros.control_loop import ControlLoop, StepRecord, existing_cpu
-from asap_ros.controller import Controller, Mode, load_controller_config
+from asap_ros.core.controller import Controller, Mode, load_controller_config
 from asap_ros.g1 import LOWCMD_WIRE, lowcmd_crc_ok
 from asap_ros.paths import policies_dir
-from asap_ros.policy import PolicyRunner
-from asap_ros.robot import load_robot_model
+from asap_ros.core.policy import PolicyRunner
+from asap_ros.core.robot import load_robot_model
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading
 from asap_ros.sim.profile import SensorNoise
-from asap_ros.state import NUM_MOTORS
-from asap_ros.state_machine import EStop, Stand
+from asap_ros.core.state import NUM_MOTORS
+from asap_ros.core.state_machine import EStop, Stand
 
 MODE_MACHINE = 6
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from asap_ros.controller import (
+from asap_ros.core.controller import (
     Controller,
     ControllerConfig,
     EStop,
@@ -27,11 +27,11 @@ from asap_ros.controller import (
     Stop,
     load_controller_config,
 )
-from asap_ros.errors import ConfigError, RejectedRequest
+from asap_ros.core.errors import ConfigError, RejectedRequest
 from asap_ros.paths import config_file, policies_dir
-from asap_ros.policy import PolicyOutput, PolicyRunner
-from asap_ros.robot import RobotModel, load_robot_model
-from asap_ros.state import NUM_MOTORS, RobotState
+from asap_ros.core.policy import PolicyOutput, PolicyRunner
+from asap_ros.core.robot import RobotModel, load_robot_model
+from asap_ros.core.state import NUM_MOTORS, RobotState
 
 MOTION = "CR7_level1"
 T0 = 1_700_000_000_000_000_000

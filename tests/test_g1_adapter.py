@@ -11,7 +11,7 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
 from asap_ros import g1
-from asap_ros.state import NUM_MOTORS, JointCommand
+from asap_ros.core.state import NUM_MOTORS, JointCommand
 
 SDK_CRC = CRC()
 

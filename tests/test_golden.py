@@ -17,8 +17,8 @@ import onnxruntime as ort
 import pytest
 
 from asap_ros.paths import policies_dir
-from asap_ros.policy import PolicyRunner
-from asap_ros.state import RobotState
+from asap_ros.core.policy import PolicyRunner
+from asap_ros.core.state import RobotState
 
 CONTROL_DT = 0.02
 PHYSICS_DT = 0.005

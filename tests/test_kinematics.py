@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asap_ros.clip import MotionClip, load_clip
-from asap_ros.errors import AssetError
+from asap_ros.core.errors import AssetError
 from asap_ros.kinematics import (
     DRIVEN_MOTORS,
     KEYPOINT_NAMES,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from asap_ros.errors import AsapError, ConfigError
+from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.kinematics import quat_conjugate, quat_from_yaw, quat_multiply, quat_rotate
 from asap_ros.mocap import vicon_standin
 from asap_ros.mocap.velocity import VelocityEstimator

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import yaml
 
-from asap_ros.errors import ConfigError
-from asap_ros.observation import TERMS, ObservationBuilder
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.observation import TERMS, ObservationBuilder
 from asap_ros.paths import policies_dir
 from asap_ros.policy_spec import HistorySpec, ObsTerm, load_policy_spec
-from asap_ros.state import RobotState
+from asap_ros.core.state import RobotState
 
 
 @pytest.fixture(scope="module")

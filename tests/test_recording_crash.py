@@ -19,7 +19,7 @@ from mcap.stream_reader import StreamReader
 from mcap_ros2.decoder import DecoderFactory
 from rosbags.rosbag2 import Reader
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording import topics as T
 from asap_ros.recording.info import bag_info
 from asap_ros.recording.mcap_scan import BagDamaged

@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from asap_ros.errors import ConfigError
-from asap_ros.remote import (
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.remote import (
     BUTTON_BITS,
     ComboDetector,
     RemoteState,

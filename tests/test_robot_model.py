@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import yaml
 
-from asap_ros.errors import ConfigError
-from asap_ros.robot import load_robot_model
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.robot import load_robot_model
 from asap_ros.yaml_config import load_config, load_yaml
 
 

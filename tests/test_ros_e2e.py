@@ -46,7 +46,7 @@ def test_estop_service_while_tracking_sends_damping_at_once(system):
 def test_estop_combo_on_the_simulated_remote_damps_the_robot(system):
     """L2 alone does nothing; L2+B on the simulated G1's wireless remote (LowState bytes 2-3)
     reaches the supervisor, which e-stops asap_deploy."""
-    from asap_ros.remote import RemoteState, encode_remote, parse_combo
+    from asap_ros.core.remote import RemoteState, encode_remote, parse_combo
     from asap_ros.sim.dds_types import REMOTE_BUTTONS
 
     def press(buttons: frozenset[str]) -> None:

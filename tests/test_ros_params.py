@@ -6,7 +6,7 @@ import pytest
 import rclpy
 from rclpy.parameter import Parameter
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.paths import config_file
 from asap_ros.ros.params import DEPLOY_PARAMS, SUPERVISOR_PARAMS, NodeParams, ParamSpec, check_value, load_defaults
 

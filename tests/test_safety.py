@@ -9,17 +9,17 @@ import mujoco
 import numpy as np
 import pytest
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.paths import config_file
-from asap_ros.robot import RobotModel, load_robot_model
-from asap_ros.safety import (
+from asap_ros.core.robot import RobotModel, load_robot_model
+from asap_ros.core.safety import (
     SafetyConfig,
     SafetyMonitor,
     check_action,
     read_safety_config,
     torso_tilt_cos,
 )
-from asap_ros.state import NUM_MOTORS, RobotState
+from asap_ros.core.state import NUM_MOTORS, RobotState
 from asap_ros.yaml_config import ConfigReader, load_config
 
 NOW = 1_700_000_000_000_000_000

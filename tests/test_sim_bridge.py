@@ -30,7 +30,7 @@ from unitree_sdk2py.utils.crc import CRC
 
 from asap_ros import g1
 from asap_ros.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
-from asap_ros.robot import load_robot_model
+from asap_ros.core.robot import load_robot_model
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.control import CONTROL_QOS, SimControlClient
 from asap_ros.sim.dds_types import (
@@ -43,7 +43,7 @@ from asap_ros.sim.dds_types import (
 )
 from asap_ros.sim.main import main as sim_main
 from asap_ros.sim.simulator import Simulator
-from asap_ros.state import NUM_MOTORS, JointCommand, RobotState
+from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 
 REPO = Path(__file__).resolve().parent.parent
 LEFT_ELBOW = 18
@@ -324,8 +324,8 @@ SENDER = textwrap.dedent(
     from unitree_sdk2py.core.channel import ChannelPublisher
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
     from asap_ros import dds, g1
-    from asap_ros.robot import load_robot_model
-    from asap_ros.state import JointCommand
+    from asap_ros.core.robot import load_robot_model
+    from asap_ros.core.state import JointCommand
 
     dds.init_channels(int(sys.argv[1]), "lo")
     robot = load_robot_model()

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from asap_ros.errors import RejectedRequest
-from asap_ros.state_machine import EStop, Event, Mode, Reset, Stand, Start, StateMachine, Stop
+from asap_ros.core.errors import RejectedRequest
+from asap_ros.core.state_machine import EStop, Event, Mode, Reset, Stand, Start, StateMachine, Stop
 
 P, SU, H, PR, T, D = Mode.PASSIVE, Mode.STAND_UP, Mode.HOLD, Mode.PREPARE, Mode.TRACKING, Mode.DAMPING
 

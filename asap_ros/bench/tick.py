@@ -24,10 +24,10 @@ from asap_ros.actor import OnnxActor
 from asap_ros.clip import load_clip
 from asap_ros.g1 import LowCmdEncoder, decode_lowstate_cdr, lowcmd_crc_ok
 from asap_ros.paths import policies_dir
-from asap_ros.policy import PolicyRunner
+from asap_ros.core.policy import PolicyRunner
 from asap_ros.policy_spec import load_policy_spec
-from asap_ros.robot import load_robot_model
-from asap_ros.state import NUM_MOTORS, JointCommand
+from asap_ros.core.robot import load_robot_model
+from asap_ros.core.state import NUM_MOTORS, JointCommand
 
 TARGET_P99_US = 150.0
 STAGES = ("decode LowState_", "observation + targets", "inference (ONNX Runtime)", "encode LowCmd_ + CRC")

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from asap_ros.actor import OnnxActor
     from asap_ros.policy_spec import load_policy_spec
-    from asap_ros.robot import load_robot_model
+    from asap_ros.core.robot import load_robot_model
 
     robot = load_robot_model(args.robot)
     spec = load_policy_spec(resolve_spec_path(args.spec), robot, args.assets_dir)

@@ -2,7 +2,7 @@
 
 No DDS and no clock: each control step reads the simulator's LowState (encoded and decoded
 through the same hg wire layout, noise and float32 rounding as ``asap_sim`` publishes it),
-runs the :class:`~asap_ros.controller.Controller` on it, hands the encoded LowCmd to the
+runs the :class:`~asap_ros.core.controller.Controller` on it, hands the encoded LowCmd to the
 simulated motors and advances the physics by one control period. The operator script, the
 robot profile and the summary are those of ``asap-ros sim``, so this is the ideal yardstick
 for the real-time run (zero latency, no lost samples) and the place to debug observations
@@ -102,7 +102,7 @@ class LockstepG1:
 
 
 def run(args: argparse.Namespace) -> int:
-    from asap_ros.errors import RejectedRequest
+    from asap_ros.core.errors import RejectedRequest
     from asap_ros.session import COMPLETED, BandAction, OperatorScript, prepare_run
     from asap_ros.summary import format_result, summarize_run, write_summary
     from asap_ros.tracking import RunTrace

@@ -154,7 +154,7 @@ def _start_recorder(directory: Path, domain: int, out_dir: Path) -> subprocess.P
     """``asap_recorder`` (rclpy node) on this run's domain, bags under ``directory``."""
     import importlib.util
 
-    from asap_ros.errors import AsapError
+    from asap_ros.core.errors import AsapError
 
     if importlib.util.find_spec(RECORDER_MODULE) is None:
         raise AsapError(f"--record: asap_recorder is not part of this installation ({RECORDER_MODULE})")
@@ -245,7 +245,7 @@ class RealTimeRun:
 
     def operate(self) -> tuple[OperatorScript, float]:
         """Run the operator script to its end; returns it and the run's duration in seconds."""
-        from asap_ros.errors import RejectedRequest
+        from asap_ros.core.errors import RejectedRequest
         from asap_ros.session import BandAction, OperatorScript
 
         script, controller, simulator = OperatorScript(self.setup.plan), self.setup.controller, self.processes[0]
@@ -289,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
         from asap_ros.video import select_gl_backend
 
         select_gl_backend()  # before anything imports mujoco
-    from asap_ros.errors import ConfigError
+    from asap_ros.core.errors import ConfigError
     from asap_ros.session import COMPLETED, prepare_run
     from asap_ros.sim.profile import load_profile
     from asap_ros.summary import format_result, summarize_run, write_summary
@@ -334,7 +334,7 @@ def _raise_priority(priority: int) -> None:
 
 
 def _wait_for_simulator(loop, process: subprocess.Popen, out_dir: Path) -> None:
-    from asap_ros.errors import AsapError
+    from asap_ros.core.errors import AsapError
 
     deadline = time.monotonic() + SIM_READY_TIMEOUT_S
     while time.monotonic() < deadline:

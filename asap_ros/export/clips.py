@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asap_ros.errors import AsapError, ConfigError
+from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.policy_spec import sha256_of
 
 

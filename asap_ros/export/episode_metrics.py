@@ -16,9 +16,9 @@ from asap_ros.export.align import MOCAP_FILTER_MS, AlignedEpisode, align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.clips import resolve_clip
 from asap_ros.kinematics import KeypointModel
-from asap_ros.policy import PolicyOutput
+from asap_ros.core.policy import PolicyOutput
 from asap_ros.recording import topics
-from asap_ros.state_machine import Mode
+from asap_ros.core.state_machine import Mode
 from asap_ros.tracking import BodyPose, RunTrace, TrackingResult, evaluate_tracking
 
 
@@ -56,7 +56,7 @@ def bag_metrics(
 ) -> list[dict]:
     """Metrics of every episode of a bag, as JSON-ready dicts (``tracking`` null if < 4 steps)."""
     from asap_ros.clip import load_clip
-    from asap_ros.robot import load_robot_model
+    from asap_ros.core.robot import load_robot_model
 
     joint_names = load_robot_model().joint_names
     load_clip_once = functools.cache(load_clip)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.kinematics import DRIVEN_MOTORS
-from asap_ros.robot import RobotModel, load_robot_model
+from asap_ros.core.robot import RobotModel, load_robot_model
 
 CONTROL_DT_S = 0.02
 

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 
 RUN_TIMEOUT_S = 300.0
 RT_PRIORITY = 50

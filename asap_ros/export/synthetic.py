@@ -26,7 +26,7 @@ from asap_ros.recording import topics
 from asap_ros.recording.bag_writer import BagWriter
 from asap_ros.recording.topics import DDS_TOPICS, RECORDER_TOPICS, RecordedTopic
 from asap_ros.recording.typestore import recording_typestore
-from asap_ros.state import NUM_MOTORS
+from asap_ros.core.state import NUM_MOTORS
 
 MS = 1_000_000
 LOWSTATE_PERIOD_NS = 2 * MS

@@ -19,7 +19,7 @@ from pathlib import Path
 from mcap.writer import CompressionType, Writer
 
 from asap_ros import __version__
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording.metadata import FileStats, TopicStats, qos_profiles, qos_text, write_metadata
 from asap_ros.recording.topics import RecordedTopic
 from asap_ros.recording.typestore import schema_of

@@ -30,7 +30,7 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
 from asap_ros.dds import close_entity
 from asap_ros.dds_types import POLICY_STEP_TOPIC, TRANSITION_TOPIC, ModeTransition_, PolicyStep_
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording.topics import DDS_TOPICS, RecordedTopic
 
 Sink = Callable[[str, int, bytes, int], None]

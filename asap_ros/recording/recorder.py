@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording import topics as T
 from asap_ros.recording.bag_writer import BagSummary, BagWriter
 from asap_ros.recording.config import RecorderConfig

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from asap_ros.errors import AsapError, ConfigError, RejectedRequest
+from asap_ros.core.errors import AsapError, ConfigError, RejectedRequest
 from asap_ros.paths import config_file, policies_dir
 from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
 
@@ -49,7 +49,7 @@ def resolve_policy_files(names: list[str], source: str) -> list[Path]:
 
 def load_policies(files: list[Path], robot: Any, assets_dir: str | None, source: str) -> dict[str, Any]:
     """``{motion name: PolicyRunner}``; names must be unique ROS name tokens (they name services)."""
-    from asap_ros.policy import PolicyRunner
+    from asap_ros.core.policy import PolicyRunner
 
     policies: dict[str, Any] = {}
     for path in files:
@@ -85,8 +85,8 @@ class DeployNode:
         from std_msgs.msg import Float32MultiArray, String, UInt64
 
         from asap_ros.control_loop import ControlLoop
-        from asap_ros.controller import Controller, load_controller_config
-        from asap_ros.robot import load_robot_model
+        from asap_ros.core.controller import Controller, load_controller_config
+        from asap_ros.core.robot import load_robot_model
 
         self.node = node
         self.params = NodeParams(node, DEPLOY_PARAMS, load_defaults(config_file("deploy.yaml"), NODE_NAME, DEPLOY_PARAMS))
@@ -158,7 +158,7 @@ class DeployNode:
     def _create_services(self, policies: Mapping[str, Any]) -> None:
         from std_srvs.srv import Trigger
 
-        from asap_ros.state_machine import EStop, Reset, Stand, Start, Stop
+        from asap_ros.core.state_machine import EStop, Reset, Stand, Start, Stop
 
         node = self.node
         handlers: dict[str, Callable[[], Any]] = {
@@ -173,7 +173,7 @@ class DeployNode:
 
     def _trigger(self, make_request: Callable[[], Any]) -> Callable[[Any, Any], Any]:
         """A Trigger callback applying one request; a refusal is success=False with the reason."""
-        from asap_ros.state_machine import describe
+        from asap_ros.core.state_machine import describe
 
         def callback(_request: Any, response: Any) -> Any:
             request = make_request()
@@ -242,7 +242,7 @@ class DeployNode:
     def shutdown(self) -> None:
         """Damp the robot (a clean exit never leaves it holding a pose unattended), stop, and log
         how many samples were written per DDS topic (``published {json}``, for benchmarks)."""
-        from asap_ros.state_machine import EStop
+        from asap_ros.core.state_machine import EStop
 
         self.loop.request(EStop(f"{NODE_NAME} shutting down"))
         time.sleep(SHUTDOWN_DAMPING_S)

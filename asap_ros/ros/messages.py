@@ -15,8 +15,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float32MultiArray, MultiArrayDimension
 
-from asap_ros.policy import PolicyOutput
-from asap_ros.state import RobotState
+from asap_ros.core.policy import PolicyOutput
+from asap_ros.core.state import RobotState
 
 IMU_FRAME = "imu_in_pelvis"
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR

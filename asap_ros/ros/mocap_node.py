@@ -29,7 +29,7 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 
-from asap_ros.errors import AsapError, ConfigError
+from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.kinematics import xyzw_to_wxyz
 from asap_ros.mocap.velocity import VelocityEstimator
 from asap_ros.mocap.vicon import ViconSource

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.yaml_config import load_yaml
 
 KINDS = ("bool", "int", "float", "str", "str_list")

@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import Any
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording.config import NODE_NAME, RECORDER_PARAMS, recorder_config
 
 SPIN_TIMEOUT_S = 0.1

@@ -17,7 +17,7 @@ from asap_ros import g1
 from asap_ros.sim.motors import CommandGate, MotorCommand
 from asap_ros.sim.profile import SensorNoise
 from asap_ros.sim.rotations import perturb_quat, rpy_from_quat
-from asap_ros.state import NUM_MOTORS
+from asap_ros.core.state import NUM_MOTORS
 
 
 @dataclass

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.paths import config_file
 from asap_ros.yaml_config import ConfigReader, load_config
 

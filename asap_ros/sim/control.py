@@ -11,7 +11,7 @@ from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
 from asap_ros.dds import close_entity, participant
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.sim.dds_types import CONTROL_ACTIONS, CONTROL_TOPIC, SimControl_
 
 CONTROL_QOS = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(16))

@@ -31,9 +31,9 @@ from cyclonedds.topic import Topic
 
 from asap_ros.assets import asset_path
 from asap_ros.dds import RawReader, RawWriter, close_entity, init_channels, participant
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.paths import config_file
-from asap_ros.robot import load_robot_model
+from asap_ros.core.robot import load_robot_model
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import SimConfig
 from asap_ros.sim.control import CONTROL_QOS
@@ -53,7 +53,7 @@ from asap_ros.sim.mocap import MocapStream
 from asap_ros.sim.motors import CommandGate, MotorModel, ThermalModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
-from asap_ros.state import NUM_MOTORS
+from asap_ros.core.state import NUM_MOTORS
 
 LOWSTATE_TOPIC = "rt/lowstate"
 LOWCMD_TOPIC = "rt/lowcmd"

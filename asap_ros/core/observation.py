@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.policy_spec import PolicySpec
-from asap_ros.state import RobotState
+from asap_ros.core.state import RobotState
 
 
 class StepInputs:

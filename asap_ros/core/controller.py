@@ -29,7 +29,7 @@ Blends are timed by the ``now_ns`` passed to :meth:`Controller.request` / :meth:
 (the control tick's clock); the actor's phase is tick-counted by the policy itself.
 
 Safety: every step in STAND_UP, HOLD, PREPARE and TRACKING runs all checks of
-:class:`~asap_ros.safety.SafetyMonitor` and checks every actor output (the motion actor in
+:class:`~asap_ros.core.safety.SafetyMonitor` and checks every actor output (the motion actor in
 TRACKING, the standing actor in HOLD and PREPARE); the first fault latches DAMPING and the
 damping command goes out in that same step. In PASSIVE the checks run too but do not latch
 (no torque is applied): a failing state makes Stand refused, and no state value ever reaches
@@ -47,11 +47,11 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import ConfigError, RejectedRequest
+from asap_ros.core.errors import ConfigError, RejectedRequest
 from asap_ros.paths import config_file, policies_dir
-from asap_ros.policy import PolicyOutput, PolicyRunner
-from asap_ros.robot import RobotModel
-from asap_ros.safety import (
+from asap_ros.core.policy import PolicyOutput, PolicyRunner
+from asap_ros.core.robot import RobotModel
+from asap_ros.core.safety import (
     SafetyConfig,
     SafetyMonitor,
     check_action,
@@ -59,8 +59,8 @@ from asap_ros.safety import (
     hottest_motor,
     read_safety_config,
 )
-from asap_ros.state import NUM_MOTORS, JointCommand, RobotState
-from asap_ros.state_machine import (
+from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
+from asap_ros.core.state_machine import (
     FAULT_CHECKED_MODES,
     EStop,
     Event,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros.state import NUM_MOTORS, RobotState
+from asap_ros.core.state import NUM_MOTORS, RobotState
 from asap_ros.yaml_config import ConfigReader
 
 #: RobotState array fields and the shape each must have.

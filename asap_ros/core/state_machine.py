@@ -9,7 +9,7 @@ PASSIVE --Stand--> STAND_UP --stood up--> HOLD --Start(m)--> PREPARE --prepared-
 
 Operator requests are looked up in :data:`REQUEST_TRANSITIONS`, the controller's own
 progress in :data:`EVENT_TRANSITIONS`; anything not in the tables is refused with
-:class:`~asap_ros.errors.RejectedRequest` and leaves the machine unchanged. DAMPING is left
+:class:`~asap_ros.core.errors.RejectedRequest` and leaves the machine unchanged. DAMPING is left
 only by ``Reset`` and only towards PASSIVE, never straight into a motion. Guards that need
 data (known motion, motor temperature, a healthy state) are checked by the controller before
 it calls :meth:`StateMachine.request`.
@@ -21,7 +21,7 @@ import enum
 from dataclasses import dataclass
 from typing import Union
 
-from asap_ros.errors import RejectedRequest
+from asap_ros.core.errors import RejectedRequest
 
 
 class Mode(enum.Enum):

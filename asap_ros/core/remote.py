@@ -14,7 +14,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 
 REMOTE_SIZE = 40
 BUTTON_BITS: dict[str, int] = {

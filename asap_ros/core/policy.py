@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.actor import OnnxActor
-from asap_ros.observation import ObservationBuilder
+from asap_ros.core.observation import ObservationBuilder
 from asap_ros.policy_spec import PolicySpec, load_policy_spec
-from asap_ros.robot import RobotModel, load_robot_model
-from asap_ros.state import RobotState
+from asap_ros.core.robot import RobotModel, load_robot_model
+from asap_ros.core.state import RobotState
 
 
 @dataclass
