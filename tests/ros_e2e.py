@@ -69,7 +69,7 @@ class LowCmdObserver:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
         from asap_ros.dds import participant
-        from asap_ros.g1 import LOWCMD_WIRE
+        from asap_ros.g1.codec import LOWCMD_WIRE
 
         mask = SampleState.Any | ViewState.Any | InstanceState.Any
         self.samples: list[LowCmdSample] = []

@@ -79,7 +79,7 @@ class SessionPublisher:
 
         from asap_ros.dds import RawWriter
         from asap_ros.dds_types import PolicyStepPublisher
-        from asap_ros.g1 import LOWCMD_LAYOUT, LOWSTATE_LAYOUT, LOWCMD_WIRE, LOWSTATE_WIRE, record_crc
+        from asap_ros.g1.codec import LOWCMD_LAYOUT, LOWSTATE_LAYOUT, LOWCMD_WIRE, LOWSTATE_WIRE, record_crc
 
         self._wire = {"lowstate": LOWSTATE_WIRE, "lowcmd": LOWCMD_WIRE}
         self._crc = record_crc

@@ -15,7 +15,7 @@ from rosbags.rosbag2 import Reader
 
 from asap_ros.dds_types import ModeTransition_
 from asap_ros.core.errors import AsapError, ConfigError
-from asap_ros.g1 import LOWSTATE_LAYOUT, LOWSTATE_WIRE
+from asap_ros.g1.codec import LOWSTATE_LAYOUT, LOWSTATE_WIRE
 from asap_ros.paths import policies_dir
 from asap_ros.recording import topics as T
 from asap_ros.recording.bag_writer import BagWriter, SplitPolicy

@@ -37,7 +37,7 @@ class LockstepG1:
     """The simulated G1 of ``asap_sim`` (same physics, motors, profile, wire format), stepped by the caller."""
 
     def __init__(self, profile: str, assets_dir: str | Path | None = None):
-        from asap_ros import g1
+        from asap_ros.g1 import codec as g1
         from asap_ros.sim.config import load_sim_config
         from asap_ros.sim.simulator import Simulator
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros import g1
+from asap_ros.g1 import codec as g1
 from asap_ros.export.cdr_columns import encode_columns
 from asap_ros.kinematics import DRIVEN_MOTORS, quat_conjugate, quat_multiply, quat_rotate
 from asap_ros.recording import topics
