@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asap_ros.assets import asset_path
+from asap_ros.config.assets import asset_path
 from asap_ros.core.errors import AssetError
 
 if TYPE_CHECKING:
-    from asap_ros.clip import MotionClip
+    from asap_ros.config.clip import MotionClip
 
 MODEL_ASSET = "robots/g1/g1_29dof_anneal_23dof.xml"
 NUM_DRIVEN = 23

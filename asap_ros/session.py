@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Union
 
 from asap_ros.actor import OnnxActor
-from asap_ros.clip import MotionClip, load_clip
+from asap_ros.config.clip import MotionClip, load_clip
 from asap_ros.core.controller import Controller, load_controller_config
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.policy import PolicyRunner
-from asap_ros.policy_spec import load_policy_spec, sha256_of
+from asap_ros.config.policy_spec import load_policy_spec, sha256_of
 from asap_ros.core.robot import RobotModel, load_robot_model
 from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
 from asap_ros.core.state_machine import Mode, Request, Stand, Start

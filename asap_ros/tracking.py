@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asap_ros.clip import MotionClip
+from asap_ros.config.clip import MotionClip
 from asap_ros.kinematics import DRIVEN_MOTORS, KeypointModel, align_start, sample_clip
 from asap_ros.metrics import MIN_FRAMES, TrackingReport, tracking_report
 from asap_ros.core.policy import PolicyOutput

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from asap_ros.assets import asset_root
+from asap_ros.config.assets import asset_root
 
 @pytest.fixture(scope="session")
 def assets() -> Path:
@@ -34,7 +34,7 @@ def realtime_controller_config(tmp_path_factory) -> Path:
     since a degraded run would skew the figures they check.)"""
     import yaml
 
-    from asap_ros.paths import config_file
+    from asap_ros.config.paths import config_file
 
     data = yaml.safe_load(config_file("controller.yaml").read_text())
     data["safety"]["max_consecutive_late_steps"] = 50

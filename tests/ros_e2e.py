@@ -37,7 +37,7 @@ def stiff_controller_config(folder: Path) -> Path:
     band tips over when limp and swings when held (knee speeds above the 20 rad/s limit)."""
     import yaml
 
-    from asap_ros.paths import config_file
+    from asap_ros.config.paths import config_file
 
     data = yaml.safe_load(config_file("controller.yaml").read_text())
     data["stand_up"]["kp_start_fraction"] = 1.0

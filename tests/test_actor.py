@@ -13,9 +13,9 @@ import yaml
 
 from asap_ros.actor import OnnxActor
 from asap_ros.core.errors import ConfigError
-from asap_ros.paths import policies_dir
+from asap_ros.config.paths import policies_dir
 from asap_ros.core.policy import PolicyRunner
-from asap_ros.policy_spec import load_policy_spec, sha256_of
+from asap_ros.config.policy_spec import load_policy_spec, sha256_of
 from asap_ros.core.state import RobotState
 
 

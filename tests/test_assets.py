@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from asap_ros import assets as asap_assets
+from asap_ros.config import assets as asap_assets
 from asap_ros.cli import main as cli_main
 from asap_ros.core.errors import AssetError
 

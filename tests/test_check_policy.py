@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from asap_ros.cli import main
-from asap_ros.paths import policies_dir
+from asap_ros.config.paths import policies_dir
 
 
 @pytest.mark.parametrize("name", ["CR7_level1", "kick_level1", "APT_level1"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from asap_ros.clip import load_clip, load_pickle_restricted
+from asap_ros.config.clip import load_clip, load_pickle_restricted
 from asap_ros.core.errors import ConfigError
 
 SHIPPED = {

@@ -28,7 +28,7 @@ from asap_ros.core.controller import (
     load_controller_config,
 )
 from asap_ros.core.errors import ConfigError, RejectedRequest
-from asap_ros.paths import config_file, policies_dir
+from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.core.policy import PolicyOutput, PolicyRunner
 from asap_ros.core.robot import RobotModel, load_robot_model
 from asap_ros.core.state import NUM_MOTORS, RobotState

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from asap_ros.cli import main
-from asap_ros.clip import load_clip, load_pickle_restricted
+from asap_ros.config.clip import load_clip, load_pickle_restricted
 from asap_ros.core.errors import ConfigError
 from asap_ros.export.align import align_episode
 from asap_ros.export.bag import SessionBag
@@ -77,7 +77,7 @@ def recorded_actions(bag: Path) -> dict[int, np.ndarray]:
 FRESH_LOADER = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from asap_ros.clip import load_pickle_restricted
+from asap_ros.config.clip import load_pickle_restricted
 data = load_pickle_restricted(sys.argv[2])
 (name, clip), = data.items()
 heavy = sorted(m for m in ("joblib", "mujoco", "rosbags", "mcap", "onnxruntime", "rclpy", "torch") if m in sys.modules)

@@ -16,7 +16,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from asap_ros.paths import policies_dir
+from asap_ros.config.paths import policies_dir
 from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.state import RobotState
 

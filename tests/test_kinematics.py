@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asap_ros.clip import MotionClip, load_clip
+from asap_ros.config.clip import MotionClip, load_clip
 from asap_ros.core.errors import AssetError
 from asap_ros.kinematics import (
     DRIVEN_MOTORS,

@@ -19,7 +19,7 @@ from asap_ros.kinematics import quat_conjugate, quat_from_yaw, quat_multiply, qu
 from asap_ros.mocap import vicon_standin
 from asap_ros.mocap.velocity import VelocityEstimator
 from asap_ros.mocap.vicon import ViconSource, import_vicon_sdk
-from asap_ros.paths import config_file
+from asap_ros.config.paths import config_file
 
 RATE_HZ = 100.0
 LINEAR_MM_S = np.array([500.0, -200.0, 100.0])

@@ -93,7 +93,7 @@ def test_installed_wheel_finds_its_data_under_prefix_share(wheel: Path, tmp_path
         [sys.executable, "-m", "pip", "--python", str(prefix / "bin" / "python"), "install", "--quiet", "--no-deps", str(wheel)],
         check=True, capture_output=True, timeout=300,
     )
-    probe = "from asap_ros.paths import share_dir, config_file; print(share_dir()); print(config_file('g1_29dof.yaml').is_file())"
+    probe = "from asap_ros.config.paths import share_dir, config_file; print(share_dir()); print(config_file('g1_29dof.yaml').is_file())"
     done = subprocess.run(
         [str(prefix / "bin" / "python"), "-c", probe],
         cwd=tmp_path, capture_output=True, text=True, timeout=60,

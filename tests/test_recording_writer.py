@@ -16,7 +16,7 @@ from rosbags.rosbag2 import Reader
 from asap_ros.dds_types import ModeTransition_
 from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.g1.codec import LOWSTATE_LAYOUT, LOWSTATE_WIRE
-from asap_ros.paths import policies_dir
+from asap_ros.config.paths import policies_dir
 from asap_ros.recording import topics as T
 from asap_ros.recording.bag_writer import BagWriter, SplitPolicy
 from asap_ros.recording.config import RecorderConfig, load_recorder_config
@@ -184,7 +184,7 @@ def test_package_recorder_config_is_valid():
 def test_bad_recorder_settings_name_key_and_value(tmp_path, key, value, message):
     import yaml
 
-    from asap_ros.paths import config_file
+    from asap_ros.config.paths import config_file
 
     data = yaml.safe_load(config_file("recorder.yaml").read_text())
     data["asap_recorder"]["ros__parameters"][key] = value

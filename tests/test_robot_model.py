@@ -10,7 +10,7 @@ import yaml
 
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.robot import load_robot_model
-from asap_ros.yaml_config import load_config, load_yaml
+from asap_ros.config.reader import load_config, load_yaml
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_unknown_joint_names_the_file_and_joint(robot):
 
 
 def _write_variant(tmp_path: Path, edit) -> Path:
-    from asap_ros.paths import config_file
+    from asap_ros.config.paths import config_file
 
     data = yaml.safe_load(config_file("g1_29dof.yaml").read_text())
     edit(data)

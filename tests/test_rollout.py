@@ -12,7 +12,7 @@ import pytest
 
 from asap_ros.cli import main
 from asap_ros.core.errors import ConfigError
-from asap_ros.paths import config_file
+from asap_ros.config.paths import config_file
 from asap_ros.session import COMPLETED, BandAction, OperatorScript, SessionPlan, Stage, prepare_run
 from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
 from asap_ros.core.state_machine import Mode, Stand, Start

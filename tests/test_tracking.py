@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asap_ros.clip import load_clip
+from asap_ros.config.clip import load_clip
 from asap_ros.kinematics import DRIVEN_MOTORS, quat_from_yaw, quat_multiply, sample_clip
 from asap_ros.core.policy import PolicyOutput
 from asap_ros.core.robot import load_robot_model

@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.actor import OnnxActor
-from asap_ros.clip import load_clip
+from asap_ros.config.clip import load_clip
 from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr, lowcmd_crc_ok
-from asap_ros.paths import policies_dir
+from asap_ros.config.paths import policies_dir
 from asap_ros.core.policy import PolicyRunner
-from asap_ros.policy_spec import load_policy_spec
+from asap_ros.config.policy_spec import load_policy_spec
 from asap_ros.core.robot import load_robot_model
 from asap_ros.core.state import NUM_MOTORS, JointCommand
 

@@ -79,7 +79,7 @@ def started_at() -> str:
 
 
 def policy_path(policy: Path | None) -> Path:
-    from asap_ros.paths import policies_dir
+    from asap_ros.config.paths import policies_dir
 
     return policy if policy is not None else policies_dir() / DEFAULT_POLICY
 
@@ -355,7 +355,7 @@ def _read_sim_stats(path: Path) -> dict[str, Any]:
 
 def _render(video: Path, trace) -> dict[str, str]:
     """Render the run; a missing GL context is reported (stderr and summary), not fatal."""
-    from asap_ros.assets import asset_path
+    from asap_ros.config.assets import asset_path
     from asap_ros.sim.config import load_sim_config
     from asap_ros.video import VideoError, render_video
 

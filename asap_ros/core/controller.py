@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.core.errors import ConfigError, RejectedRequest
-from asap_ros.paths import config_file, policies_dir
+from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.core.policy import PolicyOutput, PolicyRunner
 from asap_ros.core.robot import RobotModel
 from asap_ros.core.safety import (
@@ -74,7 +74,7 @@ from asap_ros.core.state_machine import (
     Transition,
     describe,
 )
-from asap_ros.yaml_config import ConfigReader, load_config
+from asap_ros.config.reader import ConfigReader, load_config
 
 __all__ = [
     "Controller",

@@ -9,7 +9,7 @@ Terms come from a registry (:data:`TERMS`) keyed by name, so a different layout 
 not new code. :meth:`ObservationBuilder.build` works in buffers allocated once per builder.
 
 The standing actor's terms (ASAP's decoupled locomotion actor): ``command_*`` are the spec's
-constant :class:`~asap_ros.policy_spec.StandingCommands`, ``sin_phase``/``cos_phase`` its gait
+constant :class:`~asap_ros.config.policy_spec.StandingCommands`, ``sin_phase``/``cos_phase`` its gait
 phase (0 in stance), ``ref_upper_dof_pos`` the current targets of the spec's reference joints
 (the reference pose passed to :meth:`ObservationBuilder.build`, absolute joint angles).
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
-from asap_ros.policy_spec import PolicySpec
+from asap_ros.config.policy_spec import PolicySpec
 from asap_ros.core.state import RobotState
 
 

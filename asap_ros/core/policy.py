@@ -20,7 +20,7 @@ import numpy as np
 
 from asap_ros.actor import OnnxActor
 from asap_ros.core.observation import ObservationBuilder
-from asap_ros.policy_spec import PolicySpec, load_policy_spec
+from asap_ros.config.policy_spec import PolicySpec, load_policy_spec
 from asap_ros.core.robot import RobotModel, load_robot_model
 from asap_ros.core.state import RobotState
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
-from asap_ros.paths import config_file
+from asap_ros.config.paths import config_file
 from asap_ros.core.state import NUM_MOTORS
-from asap_ros.yaml_config import load_config
+from asap_ros.config.reader import load_config
 
 DEFAULT_FILE = "g1_29dof.yaml"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asap_ros.core.state import NUM_MOTORS, RobotState
-from asap_ros.yaml_config import ConfigReader
+from asap_ros.config.reader import ConfigReader
 
 #: RobotState array fields and the shape each must have.
 STATE_ARRAY_SHAPES: dict[str, tuple[int, ...]] = {

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Sequence
 from pathlib import Path
 
-from asap_ros.clip import MotionClip
+from asap_ros.config.clip import MotionClip
 from asap_ros.export.align import MOCAP_FILTER_MS, AlignedEpisode, align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.clips import resolve_clip
@@ -55,7 +55,7 @@ def bag_metrics(
     mocap_filter_ms: float = MOCAP_FILTER_MS,
 ) -> list[dict]:
     """Metrics of every episode of a bag, as JSON-ready dicts (``tracking`` null if < 4 steps)."""
-    from asap_ros.clip import load_clip
+    from asap_ros.config.clip import load_clip
     from asap_ros.core.robot import load_robot_model
 
     joint_names = load_robot_model().joint_names

@@ -143,8 +143,8 @@ class OpenLoopReplayer:
     def __init__(self, sim_config_path: str | None = None, assets_dir: str | None = None):
         import mujoco
 
-        from asap_ros.assets import asset_path
-        from asap_ros.paths import config_file
+        from asap_ros.config.assets import asset_path
+        from asap_ros.config.paths import config_file
         from asap_ros.core.robot import load_robot_model
         from asap_ros.sim.config import BandConfig, load_sim_config
         from asap_ros.sim.motors import MotorModel

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from asap_ros import __version__
-from asap_ros.policy_spec import load_policy_spec, sha256_of
+from asap_ros.config.policy_spec import load_policy_spec, sha256_of
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from asap_ros.core.errors import AsapError, ConfigError, RejectedRequest
-from asap_ros.paths import config_file, policies_dir
+from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
 
 NODE_NAME = "asap_deploy"

@@ -33,7 +33,7 @@ from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.kinematics import xyzw_to_wxyz
 from asap_ros.mocap.velocity import VelocityEstimator
 from asap_ros.mocap.vicon import ViconSource
-from asap_ros.paths import config_file
+from asap_ros.config.paths import config_file
 from asap_ros.ros.params import NodeParams, ParamSpec, load_defaults
 
 NODE_NAME = "asap_mocap"

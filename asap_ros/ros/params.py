@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from asap_ros.core.errors import ConfigError
-from asap_ros.yaml_config import load_yaml
+from asap_ros.config.reader import load_yaml
 
 KINDS = ("bool", "int", "float", "str", "str_list")
 

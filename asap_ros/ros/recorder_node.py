@@ -26,7 +26,7 @@ SPIN_TIMEOUT_S = 0.1
 
 def _start_recording(node: Any) -> tuple[Any, Any]:
     """Parameters -> session description -> DDS -> a started :class:`Recorder` and its DDS domain."""
-    from asap_ros.paths import config_file
+    from asap_ros.config.paths import config_file
     from asap_ros.recording.dds_source import RecorderDomain
     from asap_ros.recording.recorder import Recorder
     from asap_ros.recording.session import SessionInfo, describe_policies

@@ -34,7 +34,7 @@ from typing import Any
 
 from asap_ros.core.errors import AsapError
 from asap_ros.g1.codec import LOWCMD_WIRE, LOWSTATE_WIRE, LowCmdEncoder, damping_command, record_crc
-from asap_ros.paths import config_file
+from asap_ros.config.paths import config_file
 from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
 from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
 from asap_ros.core.state import NUM_MOTORS

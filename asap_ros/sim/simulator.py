@@ -29,10 +29,10 @@ from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
-from asap_ros.assets import asset_path
+from asap_ros.config.assets import asset_path
 from asap_ros.dds import RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.core.errors import AsapError
-from asap_ros.paths import config_file
+from asap_ros.config.paths import config_file
 from asap_ros.core.robot import load_robot_model
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import SimConfig

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.assets import asset_root
-from asap_ros.clip import load_clip
+from asap_ros.config.assets import asset_root
+from asap_ros.config.clip import load_clip
 from asap_ros.core.robot import RobotModel, load_robot_model
-from asap_ros.yaml_config import ConfigReader, load_config
+from asap_ros.config.reader import ConfigReader, load_config
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def load_policy_spec(
 ) -> PolicySpec:
     """Load and validate a spec: files exist, SHA-256 matches, dimensions add up, joints known.
 
-    Asset paths in the spec are relative to :func:`asap_ros.assets.asset_root`.
+    Asset paths in the spec are relative to :func:`asap_ros.config.assets.asset_root`.
     """
     path = Path(path)
     robot = robot or load_robot_model()

@@ -16,7 +16,7 @@ PACKAGE = "asap_ros"
 @lru_cache(maxsize=1)
 def share_dir() -> Path:
     """Directory holding ``config/``, ``policies/`` and ``launch/``."""
-    source_root = Path(__file__).resolve().parent.parent
+    source_root = Path(__file__).resolve().parents[2]
     candidates = [source_root, Path(sys.prefix) / "share" / PACKAGE]
     try:
         from ament_index_python.packages import get_package_share_directory

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from asap_ros.core.errors import AssetError
-from asap_ros.paths import share_dir
+from asap_ros.config.paths import share_dir
 
 ENV_VAR = "ASAP_ASSETS"
 MARKER = "SOURCE.md"
