@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from asap_ros.actor import OnnxActor
+from asap_ros.runtime.actor import OnnxActor
 from asap_ros.config.clip import MotionClip, load_clip
 from asap_ros.core.controller import Controller, load_controller_config
 from asap_ros.core.errors import ConfigError

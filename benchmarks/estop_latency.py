@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from ros_e2e import System, distribution_ms  # noqa: E402
 
-from asap_ros.dds import process_domain  # noqa: E402
+from asap_ros.runtime.dds import process_domain  # noqa: E402
 
 PERIOD_MS = 20.0
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from ros_e2e import System, node_process  # noqa: E402
 
-from asap_ros.dds import process_domain
+from asap_ros.runtime.dds import process_domain
 from asap_ros.recording import topics as T
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -84,7 +84,7 @@ def wait_for_recorder(mocap: Any, timeout_s: float) -> None:
     are the recorder's): the publishers' first samples are then recorded too."""
     from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsSubscription
 
-    from asap_ros.dds import close_entity, participant
+    from asap_ros.runtime.dds import close_entity, participant
 
     dp = participant()
     reader = BuiltinDataReader(dp, BuiltinTopicDcpsSubscription)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from estop_latency import track_or_recover  # noqa: E402
 from ros_e2e import System, distribution_ms  # noqa: E402
 
-from asap_ros.dds import process_domain  # noqa: E402
+from asap_ros.runtime.dds import process_domain  # noqa: E402
 
 TARGET_MS = 50.0
 

@@ -68,7 +68,7 @@ class LowCmdObserver:
         from cyclonedds.topic import Topic
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-        from asap_ros.dds import participant
+        from asap_ros.runtime.dds import participant
         from asap_ros.g1.codec import LOWCMD_WIRE
 
         mask = SampleState.Any | ViewState.Any | InstanceState.Any
@@ -228,7 +228,7 @@ class System:
     def __init__(self, domain: int, logs: Path, deploy_params: dict[str, Any] | None = None,
                  supervisor_params: dict[str, Any] | None = None, sim: bool = True,
                  lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0) -> None:
-        from asap_ros.dds import init_channels
+        from asap_ros.runtime.dds import init_channels
 
         init_channels(domain, "lo")
         self.domain, self.logs = domain, logs

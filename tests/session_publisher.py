@@ -4,8 +4,8 @@ whose every value is known.
 The benchmark (``benchmarks/record_session.py``) records the real simulated robot and runtime;
 their values cannot be predicted, so the exact round trip through a bag is checked with this
 stand-in: real ``unitree_hg`` ``LowState_`` and ``LowCmd_`` samples on DDS
-``rt/lowstate``/``rt/lowcmd`` (XCDR1 through :class:`asap_ros.dds.RawWriter`),
-``PolicyStep_``/``ModeTransition_`` through :class:`asap_ros.dds_types.PolicyStepPublisher`, and
+``rt/lowstate``/``rt/lowcmd`` (XCDR1 through :class:`asap_ros.runtime.dds.RawWriter`),
+``PolicyStep_``/``ModeTransition_`` through :class:`asap_ros.runtime.step_topics.PolicyStepPublisher`, and
 over rclpy ``mocap/pose``, ``mocap/odometry`` and ``diagnostics``. Every value is a function of
 the message's index (see the ``expected_*`` helpers), so a reader can check each recorded
 message exactly. The transitions make two episodes: one ended by HOLD, one by an e-stop (DAMPING).
@@ -77,8 +77,8 @@ class SessionPublisher:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-        from asap_ros.dds import RawWriter
-        from asap_ros.dds_types import PolicyStepPublisher
+        from asap_ros.runtime.dds import RawWriter
+        from asap_ros.runtime.step_topics import PolicyStepPublisher
         from asap_ros.g1.codec import LOWCMD_LAYOUT, LOWSTATE_LAYOUT, LOWCMD_WIRE, LOWSTATE_WIRE, record_crc
 
         self._wire = {"lowstate": LOWSTATE_WIRE, "lowcmd": LOWCMD_WIRE}
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import rclpy
 
-    from asap_ros.dds import init_channels
+    from asap_ros.runtime.dds import init_channels
 
     init_channels(args.domain, "lo")
     rclpy.init()

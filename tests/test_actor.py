@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 import yaml
 
-from asap_ros.actor import OnnxActor
+from asap_ros.runtime.actor import OnnxActor
 from asap_ros.core.errors import ConfigError
 from asap_ros.config.paths import policies_dir
 from asap_ros.core.policy import PolicyRunner

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from asap_ros.actor import OnnxActor
+from asap_ros.runtime.actor import OnnxActor
 from asap_ros.bench.tick import STAGES, TimedActor, motion_lowstates, policy_spec_path
 from asap_ros.cli import main as cli_main
 from asap_ros.config.clip import load_clip

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-from asap_ros.control_loop import ControlLoop, StepRecord, existing_cpu
+from asap_ros.runtime.control_loop import ControlLoop, StepRecord, existing_cpu
 from asap_ros.core.controller import Controller, Mode, load_controller_config
 from asap_ros.g1.codec import LOWCMD_WIRE, lowcmd_crc_ok
 from asap_ros.config.paths import policies_dir

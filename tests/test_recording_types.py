@@ -16,7 +16,7 @@ from mcap.records import Schema
 from mcap_ros2.decoder import DecoderFactory
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import IMUState_, LowCmd_, LowState_, MotorCmd_, MotorState_
 
-from asap_ros.dds_types import ModeTransition_, PolicyStep_
+from asap_ros.runtime.step_topics import ModeTransition_, PolicyStep_
 from asap_ros.g1.codec import LOWCMD_LAYOUT, LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE
 from asap_ros.recording.dds_source import ros_cdr
 from asap_ros.recording.typestore import recording_typestore, schema_of
@@ -131,8 +131,8 @@ def test_xcdr2_samples_are_re_encoded_as_xcdr1():
 
 
 def test_policy_step_publisher_refuses_a_wrong_target_length(dds_domain):
-    from asap_ros.dds import init_channels
-    from asap_ros.dds_types import PolicyStepPublisher
+    from asap_ros.runtime.dds import init_channels
+    from asap_ros.runtime.step_topics import PolicyStepPublisher
 
     init_channels(dds_domain, "lo")
     publisher = PolicyStepPublisher()

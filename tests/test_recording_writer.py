@@ -13,7 +13,7 @@ from mcap_ros2.decoder import DecoderFactory
 from rosbags.interfaces import QosDurability
 from rosbags.rosbag2 import Reader
 
-from asap_ros.dds_types import ModeTransition_
+from asap_ros.runtime.step_topics import ModeTransition_
 from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.g1.codec import LOWSTATE_LAYOUT, LOWSTATE_WIRE
 from asap_ros.config.paths import policies_dir

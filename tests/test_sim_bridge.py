@@ -29,7 +29,7 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
 from asap_ros.g1 import codec as g1
-from asap_ros.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
+from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.core.robot import load_robot_model
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.control import CONTROL_QOS, SimControlClient
@@ -323,7 +323,7 @@ SENDER = textwrap.dedent(
     import numpy as np
     from unitree_sdk2py.core.channel import ChannelPublisher
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
-    from asap_ros import dds
+    from asap_ros.runtime import dds
     from asap_ros.g1 import codec as g1
     from asap_ros.core.robot import load_robot_model
     from asap_ros.core.state import JointCommand

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.actor import OnnxActor
+from asap_ros.runtime.actor import OnnxActor
 from asap_ros.config.clip import load_clip
 from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr, lowcmd_crc_ok
 from asap_ros.config.paths import policies_dir

@@ -27,7 +27,7 @@ def resolve_spec_path(spec: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from asap_ros.actor import OnnxActor
+    from asap_ros.runtime.actor import OnnxActor
     from asap_ros.config.policy_spec import load_policy_spec
     from asap_ros.core.robot import load_robot_model
 

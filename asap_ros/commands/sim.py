@@ -2,7 +2,7 @@
 
 ``asap_sim`` runs as a separate process (physics and control do not share a GIL, as on the
 real robot), on this run's own DDS domain on loopback. This process runs the
-:class:`~asap_ros.control_loop.ControlLoop` (50 Hz, absolute deadlines) on ``rt/lowstate`` /
+:class:`~asap_ros.runtime.control_loop.ControlLoop` (50 Hz, absolute deadlines) on ``rt/lowstate`` /
 ``rt/lowcmd``, follows the simulator's ground truth, drives the state machine with the
 :class:`~asap_ros.session.OperatorScript` and writes the run's summary JSON. ``--record``
 adds the ``asap_recorder`` process.
@@ -204,8 +204,8 @@ class RealTimeRun:
     def _start(self) -> None:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-        from asap_ros import dds
-        from asap_ros.control_loop import ControlLoop
+        from asap_ros.runtime import dds
+        from asap_ros.runtime.control_loop import ControlLoop
         from asap_ros.sim.control import SimControlClient
         from asap_ros.sim.dds_types import GROUND_TRUTH_TOPIC, GroundTruth_
         from asap_ros.sim.simulator import LOWCMD_TOPIC, LOWSTATE_TOPIC
@@ -225,7 +225,7 @@ class RealTimeRun:
         self._closers += [lowstate, dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload)]
         self.loop.add_sink(self._trace_step)
         if recording:
-            from asap_ros.dds_types import PolicyStepPublisher
+            from asap_ros.runtime.step_topics import PolicyStepPublisher
 
             publisher = PolicyStepPublisher()  # the same samples asap_deploy publishes, for asap_recorder
             self._closers.append(publisher)

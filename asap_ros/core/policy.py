@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.actor import OnnxActor
+from asap_ros.runtime.actor import OnnxActor
 from asap_ros.core.observation import ObservationBuilder
 from asap_ros.config.policy_spec import PolicySpec, load_policy_spec
 from asap_ros.core.robot import RobotModel, load_robot_model

@@ -309,7 +309,7 @@ def decode_lowstate(msg, stamp_ns: int) -> RobotState:
 
 
 def decode_lowstate_cdr(payload: bytes, stamp_ns: int) -> RobotState:
-    """:func:`decode_lowstate` of a raw sample (:class:`asap_ros.dds.RawReader`), skipping the SDK's
+    """:func:`decode_lowstate` of a raw sample (:class:`asap_ros.runtime.dds.RawReader`), skipping the SDK's
     ~0.5 ms Python deserialiser; a wrong size or encoding raises ``ValueError``."""
     return _read_lowstate(LOWSTATE_WIRE.c_bytes(payload), stamp_ns)
 
@@ -381,7 +381,7 @@ class LowCmdEncoder:
         return msg
 
     def encode_cdr(self, cmd: JointCommand, mode_machine: int) -> bytes:
-        """:meth:`encode` as a raw XCDR1 sample for :class:`asap_ros.dds.RawWriter` (no SDK serialiser)."""
+        """:meth:`encode` as a raw XCDR1 sample for :class:`asap_ros.runtime.dds.RawWriter` (no SDK serialiser)."""
         self._fill(cmd, mode_machine)
         return LOWCMD_WIRE.to_cdr(self._record)
 

@@ -115,7 +115,7 @@ class Recorder:
     def start(self, *, dds: bool = True, participant: Any = None, ros_node: Any = None) -> Path:
         """Open the bag and start recording; returns the bag directory.
 
-        ``dds``: read the raw DDS topics (``participant`` default :func:`asap_ros.dds.participant`).
+        ``dds``: read the raw DDS topics (``participant`` default :func:`asap_ros.runtime.dds.participant`).
         ``ros_node``: subscribe to the configured ROS topics and report status on diagnostics.
         """
         if self._state is not RecorderState.IDLE:
@@ -152,7 +152,7 @@ class Recorder:
             from asap_ros.recording.dds_source import DdsSource
 
             if participant is None:
-                from asap_ros.dds import participant as process_participant
+                from asap_ros.runtime.dds import participant as process_participant
 
                 participant = process_participant()
             self._sources.append(DdsSource(self.submit, participant, on_error=self._source_failed))

@@ -1,10 +1,10 @@
 """``asap_deploy``: the control loop on the G1 (or the simulated G1), behind ROS 2.
 
-The :class:`~asap_ros.control_loop.ControlLoop` runs on its own thread with the unitree DDS
+The :class:`~asap_ros.runtime.control_loop.ControlLoop` runs on its own thread with the unitree DDS
 ``rt/lowstate`` subscriber and ``rt/lowcmd`` writer; rclpy never calls into the control path.
 Off the control path (the loop's sink thread and rclpy timers) the node publishes
 ``joint_states``, ``imu``, ``~/mode`` and ``~/fault`` (latched), ``diagnostics`` (latched),
-``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.dds_types`), plus
+``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.runtime.step_topics`), plus
 ``~/heartbeat`` (one per control step) and ``~/process`` (latched ``host:pid``) for
 ``asap_supervisor``. The stamp of the newest ``mocap/pose`` goes into each step record.
 Operator services (``std_srvs/Trigger``):
@@ -84,7 +84,7 @@ class DeployNode:
         from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
         from std_msgs.msg import Float32MultiArray, String, UInt64
 
-        from asap_ros.control_loop import ControlLoop
+        from asap_ros.runtime.control_loop import ControlLoop
         from asap_ros.core.controller import Controller, load_controller_config
         from asap_ros.core.robot import load_robot_model
 
@@ -138,7 +138,7 @@ class DeployNode:
         """The raw rt/lowcmd writer (the rt/lowstate reader is opened in :meth:`start`)."""
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-        from asap_ros.dds import RawWriter, init_channels
+        from asap_ros.runtime.dds import RawWriter, init_channels
 
         init_channels(domain, interface)
         return RawWriter("rt/lowcmd", LowCmd_)
@@ -146,12 +146,12 @@ class DeployNode:
     def _open_lowstate_reader(self) -> Any:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
 
-        from asap_ros.dds import PolledReader
+        from asap_ros.runtime.dds import PolledReader
 
         return PolledReader("rt/lowstate", LowState_)
 
     def _open_policy_step_channel(self) -> Any:
-        from asap_ros.dds_types import PolicyStepPublisher
+        from asap_ros.runtime.step_topics import PolicyStepPublisher
 
         return PolicyStepPublisher()
 
@@ -189,7 +189,7 @@ class DeployNode:
         return callback
 
     def _control_cpus(self, cpu: int) -> frozenset[int]:
-        from asap_ros.control_loop import existing_cpu
+        from asap_ros.runtime.control_loop import existing_cpu
 
         try:
             return frozenset({existing_cpu(cpu)}) if cpu >= 0 else frozenset()

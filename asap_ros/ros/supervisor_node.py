@@ -182,7 +182,7 @@ class SupervisorNode:
         """rt/lowcmd writer (created now, so a takeover needs no discovery) and raw readers."""
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-        from asap_ros.dds import PolledReader, RawReader, RawWriter, init_channels
+        from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, init_channels
 
         init_channels(domain, interface)
         writer = RawWriter("rt/lowcmd", LowCmd_)
@@ -327,7 +327,7 @@ class SupervisorNode:
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:
         """Start the watchdog and robot-state threads; start-up objects are frozen out of garbage
-        collection (as in :meth:`asap_ros.control_loop.ControlLoop.start`) so no collection
+        collection (as in :meth:`asap_ros.runtime.control_loop.ControlLoop.start`) so no collection
         stalls a takeover."""
         gc.freeze()
         self._thread.start()

@@ -10,7 +10,7 @@ from cyclonedds.qos import Qos
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
-from asap_ros.dds import close_entity, participant
+from asap_ros.runtime.dds import close_entity, participant
 from asap_ros.core.errors import AsapError
 from asap_ros.sim.dds_types import CONTROL_ACTIONS, CONTROL_TOPIC, SimControl_
 
@@ -18,7 +18,7 @@ CONTROL_QOS = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.Histo
 
 
 class SimControlClient:
-    """Sends :class:`SimControl_` requests; call :func:`asap_ros.dds.init_channels` first."""
+    """Sends :class:`SimControl_` requests; call :func:`asap_ros.runtime.dds.init_channels` first."""
 
     def __init__(self) -> None:
         dp = participant()

@@ -30,7 +30,7 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
 from asap_ros.config.assets import asset_path
-from asap_ros.dds import RawReader, RawWriter, close_entity, init_channels, participant
+from asap_ros.runtime.dds import RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.core.errors import AsapError
 from asap_ros.config.paths import config_file
 from asap_ros.core.robot import load_robot_model

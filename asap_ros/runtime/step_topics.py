@@ -26,7 +26,7 @@ from cyclonedds.util import duration
 from asap_ros.core.state import NUM_MOTORS
 
 if TYPE_CHECKING:
-    from asap_ros.control_loop import StepRecord
+    from asap_ros.runtime.control_loop import StepRecord
 
 POLICY_STEP_TOPIC = "rt/asap/policy_step"
 TRANSITION_TOPIC = "rt/asap/transition"
@@ -96,9 +96,9 @@ class PolicyStepPublisher:
     """
 
     def __init__(self, participant: DomainParticipant | None = None) -> None:
-        """``participant``: default :func:`asap_ros.dds.participant` (after ``init_channels``)."""
+        """``participant``: default :func:`asap_ros.runtime.dds.participant` (after ``init_channels``)."""
         if participant is None:
-            from asap_ros.dds import participant as process_participant
+            from asap_ros.runtime.dds import participant as process_participant
 
             participant = process_participant()
         qos = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)), Policy.History.KeepLast(WRITER_HISTORY))
@@ -189,7 +189,7 @@ class PolicyStepPublisher:
 
     def close(self) -> None:
         """Delete the writers now (not at interpreter exit, where cyclonedds can hang)."""
-        from asap_ros.dds import close_entity
+        from asap_ros.runtime.dds import close_entity
 
         close_entity(self._steps)
         close_entity(self._transitions)

@@ -71,7 +71,7 @@ def init_channels(domain: int, interface: str = DEFAULT_INTERFACE) -> None:
 def initialised_domain() -> int:
     """The domain :func:`init_channels` set up; :class:`AsapError` before it was called."""
     if _initialised is None:
-        raise AsapError("DDS not initialised: call asap_ros.dds.init_channels(domain, interface) first")
+        raise AsapError("DDS not initialised: call asap_ros.runtime.dds.init_channels(domain, interface) first")
     return _initialised[0]
 
 
@@ -198,7 +198,7 @@ class PolledReader:
     No listener: Cyclone's receive thread never waits for Python's GIL. (A Python listener at
     the robot's 500 Hz stalls reception in the whole process whenever another thread holds the
     GIL, and the control loop then finds no fresh state.) The waiting thread blocks in a waitset
-    with the GIL released. Same interface as :class:`asap_ros.control_loop.LatestState`; one
+    with the GIL released. Same interface as :class:`asap_ros.runtime.control_loop.LatestState`; one
     thread at a time. A sample is stamped when it is taken: on arrival for one that wakes
     :meth:`next_arrival`, at most one reader poll late for one found already waiting.
     """

@@ -2,8 +2,8 @@
 
 One step: wake on the deadline, take the newest ``LowState`` that arrived after it (waiting
 at most ``state_wait_s``), decode, ``Controller.step``, encode and write the ``LowCmd``.
-Samples travel as raw XCDR1 bytes both ways (:class:`asap_ros.dds.RawReader` /
-:class:`~asap_ros.dds.RawWriter`): the SDK's Python (de)serialiser (~0.5 ms) never runs here.
+Samples travel as raw XCDR1 bytes both ways (:class:`asap_ros.runtime.dds.RawReader` /
+:class:`~asap_ros.runtime.dds.RawWriter`): the SDK's Python (de)serialiser (~0.5 ms) never runs here.
 Nothing slow runs here: each step leaves a :class:`StepRecord` in a bounded queue that a
 second thread hands to the sinks (DDS/ROS publishers, statistics). An e-stop wakes the loop
 at once, so the damping command goes out without waiting for the next deadline.
@@ -57,7 +57,7 @@ class StateSource(Protocol):
 class LatestState:
     """A :class:`StateSource` fed by another thread calling :meth:`put` (an in-process robot).
 
-    On DDS the loop reads :class:`asap_ros.dds.PolledReader` itself instead: a listener
+    On DDS the loop reads :class:`asap_ros.runtime.dds.PolledReader` itself instead: a listener
     feeding ``put`` would run Python on Cyclone's receive thread.
     """
 
