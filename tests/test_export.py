@@ -27,7 +27,7 @@ from asap_ros.export.npz_log import ASAP_LOGGER_KEYS
 from asap_ros.export.pose_aa import driven_joint_axes, pose_aa
 from asap_ros.export.progress import Progress
 from asap_ros.export.synthetic import STATE_ARRIVAL_NS, SyntheticMotion, SyntheticPlan, write_synthetic_session
-from asap_ros.kinematics import DRIVEN_MOTORS, xyzw_to_wxyz
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS, xyzw_to_wxyz
 from asap_ros.core.robot import load_robot_model
 
 REPO = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ import pytest
 
 from asap_ros.config.clip import MotionClip, load_clip
 from asap_ros.core.errors import AssetError
-from asap_ros.kinematics import (
+from asap_ros.tracking.kinematics import (
     DRIVEN_MOTORS,
     KEYPOINT_NAMES,
     KeypointModel,

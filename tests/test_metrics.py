@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from asap_ros.metrics import (
+from asap_ros.tracking.metrics import (
     e_acc,
     e_g_mpjpe,
     e_mpjpe,

@@ -64,7 +64,7 @@ class LockstepG1:
         return self._g1.state_from_record(self._g1.LOWSTATE_WIRE.from_cdr(payload), self.now_ns)
 
     def pose(self):
-        from asap_ros.tracking import BodyPose
+        from asap_ros.tracking.evaluation import BodyPose
 
         physics = self.physics
         return BodyPose(physics.pelvis_pos(), physics.pelvis_quat_wxyz(), physics.q().copy())
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from asap_ros.core.errors import RejectedRequest
     from asap_ros.session import COMPLETED, BandAction, OperatorScript, prepare_run
     from asap_ros.summary import format_result, summarize_run, write_summary
-    from asap_ros.tracking import RunTrace
+    from asap_ros.tracking.evaluation import RunTrace
 
     setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s,
                         controller_config=args.controller_config)

@@ -109,11 +109,11 @@ class GroundTruthBuffer:
             self._cond.notify_all()
 
     def get(self, tick: int, timeout_s: float):
-        """The :class:`~asap_ros.tracking.BodyPose` published with LowState ``tick``; ``None`` if it did not arrive."""
+        """The :class:`~asap_ros.tracking.evaluation.BodyPose` published with LowState ``tick``; ``None`` if it did not arrive."""
         import numpy as np
 
         from asap_ros.sim.dds_types import GroundTruth_
-        from asap_ros.tracking import BodyPose
+        from asap_ros.tracking.evaluation import BodyPose
 
         with self._cond:
             self._cond.wait_for(lambda: tick in self._payloads, timeout=timeout_s)
@@ -183,7 +183,7 @@ class RealTimeRun:
     loop, the ground-truth trace; ``with`` closes all of it, processes last."""
 
     def __init__(self, args: argparse.Namespace, setup: RunSetup, out_dir: Path, rt_priority: int, priority_note: str | None):
-        from asap_ros.tracking import RunTrace
+        from asap_ros.tracking.evaluation import RunTrace
 
         self.args, self.setup, self.out_dir = args, setup, out_dir
         self.rt_priority, self.priority_note = rt_priority, priority_note

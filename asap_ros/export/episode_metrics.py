@@ -1,7 +1,7 @@
 """Tracking metrics of a recorded episode, computed exactly as the simulated run computes its own.
 
 The recorded body (mocap pelvis pose and the robot's joint angles at each actor tick) goes
-through :func:`asap_ros.tracking.evaluate_tracking`, the function behind the sim summary:
+through :func:`asap_ros.tracking.evaluation.evaluate_tracking`, the function behind the sim summary:
 same keypoints, same phase-aligned reference, same start alignment, same metrics.
 """
 
@@ -15,11 +15,11 @@ from asap_ros.config.clip import MotionClip
 from asap_ros.export.align import MOCAP_FILTER_MS, AlignedEpisode, align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.clips import resolve_clip
-from asap_ros.kinematics import KeypointModel
+from asap_ros.tracking.kinematics import KeypointModel
 from asap_ros.core.policy import PolicyOutput
 from asap_ros.recording import topics
 from asap_ros.core.state_machine import Mode
-from asap_ros.tracking import BodyPose, RunTrace, TrackingResult, evaluate_tracking
+from asap_ros.tracking.evaluation import BodyPose, RunTrace, TrackingResult, evaluate_tracking
 
 
 def episode_trace(aligned: AlignedEpisode) -> RunTrace:

@@ -30,7 +30,7 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 
 from asap_ros.core.errors import AsapError, ConfigError
-from asap_ros.kinematics import xyzw_to_wxyz
+from asap_ros.tracking.kinematics import xyzw_to_wxyz
 from asap_ros.mocap.velocity import VelocityEstimator
 from asap_ros.mocap.vicon import ViconSource
 from asap_ros.config.paths import config_file

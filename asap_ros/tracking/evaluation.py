@@ -9,7 +9,7 @@ sink (the ground-truth sample with the tick of the LowState the step was built f
 phase the actor saw, so clip time = phase x clip duration), after rotating and shifting the
 clip in the ground plane so that its root starts where the robot's pelvis is at the first
 tracked step (x, y, heading; heights are absolute). Keypoints come from MuJoCo forward
-kinematics (:class:`~asap_ros.kinematics.KeypointModel`), metrics from :mod:`asap_ros.metrics`.
+kinematics (:class:`~asap_ros.tracking.kinematics.KeypointModel`), metrics from :mod:`asap_ros.tracking.metrics`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asap_ros.config.clip import MotionClip
-from asap_ros.kinematics import DRIVEN_MOTORS, KeypointModel, align_start, sample_clip
-from asap_ros.metrics import MIN_FRAMES, TrackingReport, tracking_report
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS, KeypointModel, align_start, sample_clip
+from asap_ros.tracking.metrics import MIN_FRAMES, TrackingReport, tracking_report
 from asap_ros.core.policy import PolicyOutput
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.core.state_machine import Mode
