@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from asap_ros.summary import load_summary
+from asap_ros.sim.summary import load_summary
 
 ACTORS = ("CR7_level1", "kick_level1", "APT_level1")
 WEAK_KNEES_ACTOR = "kick_level1"

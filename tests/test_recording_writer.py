@@ -22,7 +22,7 @@ from asap_ros.recording.bag_writer import BagWriter, SplitPolicy
 from asap_ros.recording.config import RecorderConfig, load_recorder_config
 from asap_ros.recording.episodes import EpisodeTracker
 from asap_ros.recording.recorder import Recorder, RecorderState
-from asap_ros.recording.session import SessionInfo, describe_policies
+from asap_ros.recording.session_info import SessionInfo, describe_policies
 from asap_ros.recording.typestore import recording_typestore
 
 TOPICS = [*T.DDS_TOPICS.values(), *T.RECORDER_TOPICS]

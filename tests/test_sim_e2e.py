@@ -9,8 +9,8 @@ import math
 import subprocess
 import sys
 
-from asap_ros.session import COMPLETED
-from asap_ros.summary import load_summary
+from asap_ros.sim.session import COMPLETED
+from asap_ros.sim.summary import load_summary
 
 
 def test_kick_in_real_time_over_dds(tmp_path, realtime_controller_config):

@@ -103,8 +103,8 @@ class LockstepG1:
 
 def run(args: argparse.Namespace) -> int:
     from asap_ros.core.errors import RejectedRequest
-    from asap_ros.session import COMPLETED, BandAction, OperatorScript, prepare_run
-    from asap_ros.summary import format_result, summarize_run, write_summary
+    from asap_ros.sim.session import COMPLETED, BandAction, OperatorScript, prepare_run
+    from asap_ros.sim.summary import format_result, summarize_run, write_summary
     from asap_ros.tracking.evaluation import RunTrace
 
     setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s,

@@ -4,7 +4,7 @@
 real robot), on this run's own DDS domain on loopback. This process runs the
 :class:`~asap_ros.runtime.control_loop.ControlLoop` (50 Hz, absolute deadlines) on ``rt/lowstate`` /
 ``rt/lowcmd``, follows the simulator's ground truth, drives the state machine with the
-:class:`~asap_ros.session.OperatorScript` and writes the run's summary JSON. ``--record``
+:class:`~asap_ros.sim.session.OperatorScript` and writes the run's summary JSON. ``--record``
 adds the ``asap_recorder`` process.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from asap_ros.session import OperatorScript, RunSetup
+    from asap_ros.sim.session import OperatorScript, RunSetup
 
 DEFAULT_POLICY = "CR7_level1.yaml"
 SIM_READY_TIMEOUT_S = 30.0
@@ -246,7 +246,7 @@ class RealTimeRun:
     def operate(self) -> tuple[OperatorScript, float]:
         """Run the operator script to its end; returns it and the run's duration in seconds."""
         from asap_ros.core.errors import RejectedRequest
-        from asap_ros.session import BandAction, OperatorScript
+        from asap_ros.sim.session import BandAction, OperatorScript
 
         script, controller, simulator = OperatorScript(self.setup.plan), self.setup.controller, self.processes[0]
         t0 = time.monotonic()
@@ -286,13 +286,13 @@ class RealTimeRun:
 
 def run(args: argparse.Namespace) -> int:
     if args.video is not None:
-        from asap_ros.video import select_gl_backend
+        from asap_ros.sim.video import select_gl_backend
 
         select_gl_backend()  # before anything imports mujoco
     from asap_ros.core.errors import ConfigError
-    from asap_ros.session import COMPLETED, prepare_run
+    from asap_ros.sim.session import COMPLETED, prepare_run
     from asap_ros.sim.profile import load_profile
-    from asap_ros.summary import format_result, summarize_run, write_summary
+    from asap_ros.sim.summary import format_result, summarize_run, write_summary
 
     if args.rt_priority != 0 and not 2 <= args.rt_priority <= 99:
         raise ConfigError(None, "--rt-priority", "must be 0 (normal scheduling) or a SCHED_FIFO priority 2..99", args.rt_priority)
@@ -357,7 +357,7 @@ def _render(video: Path, trace) -> dict[str, str]:
     """Render the run; a missing GL context is reported (stderr and summary), not fatal."""
     from asap_ros.config.assets import asset_path
     from asap_ros.sim.config import load_sim_config
-    from asap_ros.video import VideoError, render_video
+    from asap_ros.sim.video import VideoError, render_video
 
     try:
         return {"video": str(render_video(asset_path(load_sim_config().model), trace.qpos(), video, step_dt=0.02))}

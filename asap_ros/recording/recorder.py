@@ -25,7 +25,7 @@ from asap_ros.recording.bag_writer import BagSummary, BagWriter
 from asap_ros.recording.config import RecorderConfig
 from asap_ros.recording.disk_guard import DiskGuard
 from asap_ros.recording.episodes import Episode, EpisodeTracker
-from asap_ros.recording.session import SessionInfo
+from asap_ros.recording.session_info import SessionInfo
 from asap_ros.recording.typestore import recording_typestore
 
 _STOP = object()

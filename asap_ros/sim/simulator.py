@@ -49,7 +49,7 @@ from asap_ros.sim.dds_types import (
     GroundTruth_,
     SimControl_,
 )
-from asap_ros.sim.mocap import MocapStream
+from asap_ros.sim.mocap_stream import MocapStream
 from asap_ros.sim.motors import CommandGate, MotorModel, ThermalModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile

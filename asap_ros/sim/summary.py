@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from asap_ros.core.errors import ConfigError
-from asap_ros.session import OperatorScript, RunSetup
+from asap_ros.sim.session import OperatorScript, RunSetup
 from asap_ros.tracking.evaluation import FALL_HEIGHT_M, RunTrace, evaluate_tracking
 
 SCHEMA = "asap_ros.run_summary/1"
