@@ -18,9 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from ros_e2e import System, distribution_ms  # noqa: E402
+from asap_ros.testing.ros_system import System, distribution_ms  # noqa: E402
 
 from asap_ros.runtime.dds import process_domain  # noqa: E402
 

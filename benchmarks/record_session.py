@@ -33,9 +33,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from ros_e2e import System, node_process  # noqa: E402
+from asap_ros.testing.ros_system import System, node_process  # noqa: E402
 
 from asap_ros.runtime.dds import process_domain
 from asap_ros.recording import topics as T

@@ -20,11 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from estop_latency import track_or_recover  # noqa: E402
-from ros_e2e import System, distribution_ms  # noqa: E402
+from asap_ros.testing.ros_system import System, distribution_ms  # noqa: E402
 
 from asap_ros.runtime.dds import process_domain  # noqa: E402
 

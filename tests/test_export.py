@@ -1,6 +1,6 @@
 """``asap-ros export`` on synthetic session bags (recorder layout, known motion).
 
-The bags are written with the recorder's own ``BagWriter`` (asap_ros.export.synthetic) and
+The bags are written with the recorder's own ``BagWriter`` (asap_ros.testing.synthetic_bags) and
 every check reads them back independently where it matters (``mcap`` + ``mcap-ros2-support``).
 """
 
@@ -26,7 +26,7 @@ from asap_ros.export.exporter import export_bag
 from asap_ros.export.npz_log import ASAP_LOGGER_KEYS
 from asap_ros.export.pose_aa import driven_joint_axes, pose_aa
 from asap_ros.export.progress import Progress
-from asap_ros.export.synthetic import STATE_ARRIVAL_NS, SyntheticMotion, SyntheticPlan, write_synthetic_session
+from asap_ros.testing.synthetic_bags import STATE_ARRIVAL_NS, SyntheticMotion, SyntheticPlan, write_synthetic_session
 from asap_ros.tracking.kinematics import DRIVEN_MOTORS, xyzw_to_wxyz
 from asap_ros.core.robot import load_robot_model
 

@@ -14,7 +14,7 @@ import pytest
 
 from asap_ros.cli import main
 from asap_ros.export.gap_report import bag_gap, ranking_table
-from asap_ros.export.sim_sessions import record_sim_session
+from asap_ros.testing.sim_sessions import record_sim_session
 
 KNEES = {"left_knee_joint", "right_knee_joint"}
 SKIP_START_S = 1.0

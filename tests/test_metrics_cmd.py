@@ -13,7 +13,7 @@ import json
 import pytest
 
 from asap_ros.cli import main
-from asap_ros.export.sim_sessions import record_sim_session
+from asap_ros.testing.sim_sessions import record_sim_session
 
 POLICY = "policies/kick_level1.yaml"
 MM_TOLERANCE = 1.0

@@ -16,7 +16,7 @@ import pytest
 
 from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.tracking.kinematics import quat_conjugate, quat_from_yaw, quat_multiply, quat_rotate
-from asap_ros.mocap import vicon_standin
+from asap_ros.testing import vicon_standin
 from asap_ros.mocap.velocity import VelocityEstimator
 from asap_ros.mocap.vicon import ViconSource, import_vicon_sdk
 from asap_ros.config.paths import config_file

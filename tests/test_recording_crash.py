@@ -24,7 +24,8 @@ from asap_ros.recording import topics as T
 from asap_ros.recording.info import bag_info
 from asap_ros.recording.mcap_scan import BagDamaged
 from asap_ros.recording.repair import repair_bag, sha256_tree
-from test_recording_session import STAND_IN, publisher_command, recorder_command
+from asap_ros.testing import session_publisher as stand_in
+from test_recording_session import publisher_command, recorder_command
 
 FLUSH_PERIOD_S = 0.2
 PUBLISH_S = 30.0
@@ -96,7 +97,7 @@ def test_killed_bag_reads_with_the_mcap_streaming_reader_up_to_the_last_flush(ki
             for schema, channel, message in NonSeekingReader(stream).iter_messages(log_time_order=False):
                 if channel.topic == T.POLICY_STEP:
                     step = factory.decoder_for("cdr", schema)(message.data)
-                    np.testing.assert_array_equal(np.asarray(step.obs, np.float32), STAND_IN.expected_obs(step.control_tick))
+                    np.testing.assert_array_equal(np.asarray(step.obs, np.float32), stand_in.expected_obs(step.control_tick))
                     decoded += 1
         except EndOfFile:
             pass

@@ -8,7 +8,6 @@ Every published message must be in the bag, and both rosbags and the independent
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -28,19 +27,9 @@ from rosbags.rosbag2 import Reader
 
 from asap_ros.recording import topics as T
 from asap_ros.recording.typestore import recording_typestore
+from asap_ros.testing import session_publisher as stand_in
 
-PUBLISHER = Path(__file__).resolve().parent / "session_publisher.py"
 DURATION_S = 20.0
-
-
-def load_stand_in():
-    spec = importlib.util.spec_from_file_location("session_publisher", PUBLISHER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-STAND_IN = load_stand_in()
 
 
 def recorder_command(domain: int, output: Path, name: str, *params: str) -> list[str]:
@@ -49,7 +38,7 @@ def recorder_command(domain: int, output: Path, name: str, *params: str) -> list
 
 
 def publisher_command(domain: int, duration_s: float, counts: Path) -> list[str]:
-    return [sys.executable, str(PUBLISHER), "--domain", str(domain), "--duration", str(duration_s),
+    return [sys.executable, "-m", "asap_ros.testing.session_publisher", "--domain", str(domain), "--duration", str(duration_s),
             "--counts", str(counts)]
 
 
@@ -95,18 +84,18 @@ def check_values(messages: Iterable[tuple[str, Any]]) -> dict[str, list]:
         if topic == T.LOWSTATE:
             index = int(msg.tick)
             q = np.array([m.q for m in msg.motor_state[:29]], dtype=np.float32)
-            np.testing.assert_array_equal(q, STAND_IN.expected_motor_q(index))
+            np.testing.assert_array_equal(q, stand_in.expected_motor_q(index))
             assert list(msg.version) == [1, 7] and msg.mode_machine == 5
         elif topic == T.LOWCMD:
             q = np.array([m.q for m in msg.motor_cmd[:29]], dtype=np.float32)
             index = round(float(q[0]) * 1e4)
-            np.testing.assert_array_equal(q, STAND_IN.expected_motor_q(index))
+            np.testing.assert_array_equal(q, stand_in.expected_motor_q(index))
             assert [m.mode for m in msg.motor_cmd[:29]] == [1] * 29
         elif topic == T.POLICY_STEP:
             index = int(msg.control_tick)
-            np.testing.assert_array_equal(np.asarray(msg.obs, np.float32), STAND_IN.expected_obs(index))
-            np.testing.assert_array_equal(np.asarray(msg.raw_action, np.float32), STAND_IN.expected_raw_action(index))
-            np.testing.assert_array_equal(np.asarray(msg.q_target, np.float32), STAND_IN.expected_q_target(index))
+            np.testing.assert_array_equal(np.asarray(msg.obs, np.float32), stand_in.expected_obs(index))
+            np.testing.assert_array_equal(np.asarray(msg.raw_action, np.float32), stand_in.expected_raw_action(index))
+            np.testing.assert_array_equal(np.asarray(msg.q_target, np.float32), stand_in.expected_q_target(index))
             assert msg.lowstate_tick == index * 10 and msg.late == (index % 97 == 0)
             assert msg.stamp_ns - msg.lowstate_stamp_ns == 3_000_000 and msg.latency_ns == 3_000_000
         elif topic == T.TRANSITION:
@@ -114,7 +103,7 @@ def check_values(messages: Iterable[tuple[str, Any]]) -> dict[str, list]:
         elif topic in (T.MOCAP_POSE, T.MOCAP_ODOMETRY):
             pose = msg.pose if topic == T.MOCAP_POSE else msg.pose.pose
             index = round(pose.position.x * 1e3)
-            assert pose.position.x == STAND_IN.expected_pose_x(index)
+            assert pose.position.x == stand_in.expected_pose_x(index)
         elif topic == T.DIAGNOSTICS:
             for status in msg.status:
                 indices[f"{T.DIAGNOSTICS} {status.name}"].append(status.message if status.name == "asap_recorder"
@@ -130,7 +119,7 @@ def check_complete(indices: dict[str, list], published: dict[str, int]) -> None:
     for topic in (T.LOWSTATE, T.LOWCMD, T.POLICY_STEP, T.MOCAP_POSE, T.MOCAP_ODOMETRY):
         assert sorted(indices[topic]) == list(range(published[topic])), topic
     assert sorted(indices[f"{T.DIAGNOSTICS} session_publisher"]) == list(range(published[T.DIAGNOSTICS]))
-    assert indices[T.TRANSITION] == [t[1:] for t in STAND_IN.TRANSITIONS]
+    assert indices[T.TRANSITION] == [t[1:] for t in stand_in.TRANSITIONS]
 
 
 def test_recorder_stops_cleanly(session):
@@ -181,7 +170,7 @@ def test_mcap_reader_reads_every_message_and_decodes_them(session):
     indices = check_values(decoded)
     for topic in (T.POLICY_STEP, T.MOCAP_POSE, T.MOCAP_ODOMETRY):
         assert sorted(indices[topic]) == list(range(session.published[topic])), topic
-    assert indices[T.TRANSITION] == [t[1:] for t in STAND_IN.TRANSITIONS]
+    assert indices[T.TRANSITION] == [t[1:] for t in stand_in.TRANSITIONS]
     assert len(indices[T.LOWSTATE]) >= session.published[T.LOWSTATE] // 50
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ros_e2e import ROOT, System, distribution_ms, node_process, started_system
+from asap_ros.testing.ros_system import ROOT, System, distribution_ms, node_process, started_system
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ros_e2e import ROOT, node_process, started_system
+from asap_ros.testing.ros_system import ROOT, node_process, started_system
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ over rclpy ``mocap/pose``, ``mocap/odometry`` and ``diagnostics``. Every value i
 the message's index (see the ``expected_*`` helpers), so a reader can check each recorded
 message exactly. The transitions make two episodes: one ended by HOLD, one by an e-stop (DAMPING).
 
-    python tests/session_publisher.py --domain 7 --duration 20 --counts counts.json
+    python -m asap_ros.testing.session_publisher --domain 7 --duration 20 --counts counts.json
 
 It waits until every topic has a subscriber, prints ``publishing``, publishes for ``--duration``
 seconds on absolute deadlines, then writes what it published per bag topic to ``--counts`` (JSON).
@@ -263,5 +263,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.exit(main())

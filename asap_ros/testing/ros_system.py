@@ -1,6 +1,6 @@
 """End-to-end harness: simulated G1 in this process, asap_deploy and asap_supervisor as real
 processes, an independent rt/lowcmd observer, and rclpy service calls. Used by
-``tests/test_ros_e2e.py`` and the ``benchmarks/`` scripts.
+the ROS end-to-end tests and the ``benchmarks/`` scripts.
 
 Everything runs on one DDS domain (unitree channels and ROS_DOMAIN_ID alike) on loopback.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TEST_DEPLOY_PARAMS = {
     "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
     "realtime_priority": 80,
