@@ -19,7 +19,7 @@ from asap_ros.config import assets as asap_assets
 from asap_ros.cli import main as cli_main
 from asap_ros.core.errors import AssetError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CORRUPTED = "policies/mimic/CR7_level1/model_191500.onnx"
 ABSENT_UPSTREAM = "robots/g1/meshes/head_link.STL"
 

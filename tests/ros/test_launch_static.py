@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
 EXPECTED = {"robot.launch.py", "sim.launch.py", "record.launch.py"}
 

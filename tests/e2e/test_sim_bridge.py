@@ -45,7 +45,7 @@ from asap_ros.sim.main import main as sim_main
 from asap_ros.sim.simulator import Simulator
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LEFT_ELBOW = 18
 KNEES = [3, 9]
 MODE_MACHINE = 5

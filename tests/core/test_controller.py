@@ -48,7 +48,7 @@ def robot() -> RobotModel:
 
 @pytest.fixture(scope="module")
 def config() -> ControllerConfig:
-    """The shipped config with the PD hold (HOLD with the standing actor: tests/test_loco.py)."""
+    """The shipped config with the PD hold (HOLD with the standing actor: tests/core/test_loco.py)."""
     return dataclasses.replace(load_controller_config(), hold_policy=None)
 
 

@@ -30,7 +30,7 @@ from asap_ros.testing.synthetic_bags import STATE_ARRIVAL_NS, SyntheticMotion, S
 from asap_ros.tracking.kinematics import DRIVEN_MOTORS, xyzw_to_wxyz
 from asap_ros.core.robot import load_robot_model
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MOTION = "CR7_level1"
 
 
