@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import yaml
 
@@ -56,11 +53,3 @@ def test_mismatch_exits_2_with_the_reason(tmp_path, capsys, edit, message):
 def test_unknown_policy_name(capsys):
     assert main(["check-policy", "no_such_policy"]) == 2
     assert "no_such_policy.yaml: cannot read file" in capsys.readouterr().err
-
-
-def test_runs_as_a_module():
-    done = subprocess.run(
-        [sys.executable, "-m", "asap_ros.cli", "check-policy", "kick_level1"], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert "(kick_level1)" in done.stdout

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from asap_ros.cli import main
-from asap_ros.core.errors import ConfigError
 from asap_ros.config.paths import config_file
-from asap_ros.sim.session import COMPLETED, BandAction, OperatorScript, SessionPlan, Stage, prepare_run
-from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
+from asap_ros.core.errors import ConfigError
 from asap_ros.core.state_machine import Mode, Stand, Start
+from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
+from asap_ros.sim.session import COMPLETED, BandAction, OperatorScript, SessionPlan, Stage, prepare_run
 from asap_ros.sim.summary import load_summary
 
 PLAN = SessionPlan(motion="kick_level1", stand_up_timeout_s=5.0, motion_timeout_s=10.0, settle_s=1.0, hold_after_s=2.0)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import yaml
 
+from asap_ros.config.reader import load_config, load_yaml
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.robot import load_robot_model
-from asap_ros.config.reader import load_config, load_yaml
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
+from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.core.controller import (
     Controller,
     ControllerConfig,
@@ -28,7 +29,6 @@ from asap_ros.core.controller import (
     load_controller_config,
 )
 from asap_ros.core.errors import ConfigError, RejectedRequest
-from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.core.policy import PolicyOutput, PolicyRunner
 from asap_ros.core.robot import RobotModel, load_robot_model
 from asap_ros.core.state import NUM_MOTORS, RobotState

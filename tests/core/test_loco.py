@@ -20,12 +20,21 @@ import pytest
 import yaml
 
 from asap_ros.commands.rollout import LockstepG1
-from asap_ros.core.controller import Controller, ControllerConfig, Mode, Stand, Start, StepOutput, Stop, load_controller_config
+from asap_ros.config.paths import config_file, policies_dir
+from asap_ros.config.policy_spec import PolicySpec, load_policy_spec
+from asap_ros.core.controller import (
+    Controller,
+    ControllerConfig,
+    Mode,
+    Stand,
+    Start,
+    StepOutput,
+    Stop,
+    load_controller_config,
+)
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.observation import ObservationBuilder
-from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.core.policy import PolicyOutput, PolicyRunner
-from asap_ros.config.policy_spec import PolicySpec, load_policy_spec
 from asap_ros.core.robot import RobotModel, load_robot_model
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 

@@ -9,8 +9,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from asap_ros.core.errors import ConfigError
 from asap_ros.config.paths import config_file
+from asap_ros.config.reader import ConfigReader, load_config
+from asap_ros.core.errors import ConfigError
 from asap_ros.core.robot import RobotModel, load_robot_model
 from asap_ros.core.safety import (
     SafetyConfig,
@@ -20,7 +21,6 @@ from asap_ros.core.safety import (
     torso_tilt_cos,
 )
 from asap_ros.core.state import NUM_MOTORS, RobotState
-from asap_ros.config.reader import ConfigReader, load_config
 
 NOW = 1_700_000_000_000_000_000
 CONFIG = SafetyConfig(

@@ -18,6 +18,7 @@ from mcap.records import Chunk
 from mcap.stream_reader import StreamReader
 from mcap_ros2.decoder import DecoderFactory
 from rosbags.rosbag2 import Reader
+from test_recording_session import publisher_command, recorder_command
 
 from asap_ros.core.errors import AsapError
 from asap_ros.recording import topics as T
@@ -25,7 +26,6 @@ from asap_ros.recording.info import bag_info
 from asap_ros.recording.mcap_scan import BagDamaged
 from asap_ros.recording.repair import repair_bag, sha256_tree
 from asap_ros.testing import session_publisher as stand_in
-from test_recording_session import publisher_command, recorder_command
 
 FLUSH_PERIOD_S = 0.2
 PUBLISH_S = 30.0

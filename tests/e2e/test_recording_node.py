@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from rosbags.rosbag2 import Reader
-
 from test_recording_session import recorder_command
 
 

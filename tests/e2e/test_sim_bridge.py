@@ -28,9 +28,10 @@ from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowCmd_
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
+from asap_ros.core.robot import load_robot_model
+from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 from asap_ros.g1 import codec as g1
 from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
-from asap_ros.core.robot import load_robot_model
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.control import CONTROL_QOS, SimControlClient
 from asap_ros.sim.dds_types import (
@@ -43,7 +44,6 @@ from asap_ros.sim.dds_types import (
 )
 from asap_ros.sim.main import main as sim_main
 from asap_ros.sim.simulator import Simulator
-from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 
 REPO = Path(__file__).resolve().parents[2]
 LEFT_ELBOW = 18

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import pickle
 import pickletools
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ import pytest
 from asap_ros.cli import main
 from asap_ros.config.clip import load_clip, load_pickle_restricted
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.robot import load_robot_model
 from asap_ros.export.align import align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.delta import DELTA_INPUT_DIM, DELTA_INPUT_TERMS
@@ -28,9 +27,7 @@ from asap_ros.export.pose_aa import driven_joint_axes, pose_aa
 from asap_ros.export.progress import Progress
 from asap_ros.testing.synthetic_bags import STATE_ARRIVAL_NS, SyntheticMotion, SyntheticPlan, write_synthetic_session
 from asap_ros.tracking.kinematics import DRIVEN_MOTORS, xyzw_to_wxyz
-from asap_ros.core.robot import load_robot_model
 
-REPO = Path(__file__).resolve().parents[2]
 MOTION = "CR7_level1"
 
 
@@ -72,36 +69,6 @@ def recorded_actions(bag: Path) -> dict[int, np.ndarray]:
             runs.append([])
         runs[-1].append(action)
     return {i + 1: np.array(run) for i, run in enumerate(runs)}
-
-
-FRESH_LOADER = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from asap_ros.config.clip import load_pickle_restricted
-data = load_pickle_restricted(sys.argv[2])
-(name, clip), = data.items()
-heavy = sorted(m for m in ("joblib", "mujoco", "rosbags", "mcap", "onnxruntime", "rclpy", "torch") if m in sys.modules)
-print(json.dumps({"name": name, "heavy": heavy, "fps": clip["fps"], "fps_type": type(clip["fps"]).__name__,
-                  "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in clip.items() if k != "fps"}}))
-"""
-
-
-def test_asap_clip_loads_in_fresh_python_with_numpy_only(exported, session):
-    path = exported["pkl1"]
-    result = subprocess.run([sys.executable, "-I", "-c", FRESH_LOADER, str(REPO), str(path)],
-                            capture_output=True, text=True, check=True)  # fmt: skip
-    info = json.loads(result.stdout)
-    assert info["heavy"] == []
-    assert info["name"] == path.stem
-    assert info["fps"] == 50 and info["fps_type"] == "int"
-    steps = 100
-    assert info["arrays"] == {
-        "root_trans_offset": [[steps, 3], "float32"],
-        "root_rot": [[steps, 4], "float64"],
-        "dof": [[steps, 23], "float32"],
-        "pose_aa": [[steps, 27, 3], "float32"],
-        "action": [[steps, 23], "float32"],
-    }
 
 
 def test_action_equals_the_raw_actions_in_the_bag(exported, session):
@@ -234,17 +201,6 @@ def test_bad_bag_and_episode_arguments(tmp_path, session):
         export_bag(session, tmp_path / "out", ["asap"], episodes=[7], progress=False)
     with pytest.raises(ConfigError, match="--format"):
         export_bag(session, tmp_path / "out", ["csv"], progress=False)
-
-
-def test_many_bags_in_parallel(tmp_path, robot, capsys, assets):
-    bags = [
-        write_synthetic_session(tmp_path / f"bag{i}", SyntheticPlan(episodes=1, episode_s=1.0), robot.default_q)
-        for i in range(2)
-    ]
-    assert main(["export", *map(str, bags), "--out", str(tmp_path / "out"), "-j", "2"]) == 0
-    assert sorted(p.name for p in (tmp_path / "out").glob("*.pkl")) == [
-        "bag0_ep001_CR7_level1.pkl", "bag1_ep001_CR7_level1.pkl"
-    ]  # fmt: skip
 
 
 def test_progress_bar_line():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asap_ros.g1 import codec as g1
 from asap_ros.export.cdr_columns import decode_columns, encode_columns, fields_of
+from asap_ros.g1 import codec as g1
 from asap_ros.recording.typestore import recording_typestore
 
 

@@ -10,8 +10,8 @@ from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowCmd_, unitree_hg_m
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
-from asap_ros.g1 import codec as g1
 from asap_ros.core.state import NUM_MOTORS, JointCommand
+from asap_ros.g1 import codec as g1
 
 SDK_CRC = CRC()
 

@@ -13,10 +13,9 @@ from mcap_ros2.decoder import DecoderFactory
 from rosbags.interfaces import QosDurability
 from rosbags.rosbag2 import Reader
 
-from asap_ros.runtime.step_topics import ModeTransition_
+from asap_ros.config.paths import policies_dir
 from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.g1.codec import LOWSTATE_LAYOUT, LOWSTATE_WIRE
-from asap_ros.config.paths import policies_dir
 from asap_ros.recording import topics as T
 from asap_ros.recording.bag_writer import BagWriter, SplitPolicy
 from asap_ros.recording.config import RecorderConfig, load_recorder_config
@@ -24,6 +23,7 @@ from asap_ros.recording.episodes import EpisodeTracker
 from asap_ros.recording.recorder import Recorder, RecorderState
 from asap_ros.recording.session_info import SessionInfo, describe_policies
 from asap_ros.recording.typestore import recording_typestore
+from asap_ros.runtime.step_topics import ModeTransition_
 
 TOPICS = [*T.DDS_TOPICS.values(), *T.RECORDER_TOPICS]
 

@@ -7,6 +7,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 
 from asap_ros.core.policy import PolicyOutput
 from asap_ros.core.robot import load_robot_model
+from asap_ros.core.state import RobotState
 from asap_ros.ros.messages import (
     DiagnosticsInput,
     diagnostics_msg,
@@ -15,7 +16,6 @@ from asap_ros.ros.messages import (
     policy_step_msg,
     ros_time,
 )
-from asap_ros.core.state import RobotState
 
 STAMP = 1_700_000_000_123_456_789
 NAMES = load_robot_model().joint_names

@@ -11,12 +11,12 @@ import onnxruntime as ort
 import pytest
 import yaml
 
-from asap_ros.runtime.actor import OnnxActor
-from asap_ros.core.errors import ConfigError
 from asap_ros.config.paths import policies_dir
-from asap_ros.core.policy import PolicyRunner
 from asap_ros.config.policy_spec import load_policy_spec, sha256_of
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.state import RobotState
+from asap_ros.runtime.actor import OnnxActor
 
 
 @pytest.fixture(scope="module")

@@ -18,16 +18,16 @@ import numpy as np
 import pytest
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-from asap_ros.runtime.control_loop import ControlLoop, StepRecord, existing_cpu
-from asap_ros.core.controller import Controller, Mode, load_controller_config
-from asap_ros.g1.codec import LOWCMD_WIRE, lowcmd_crc_ok
 from asap_ros.config.paths import policies_dir
+from asap_ros.core.controller import Controller, Mode, load_controller_config
 from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.robot import load_robot_model
-from asap_ros.sim.bridge import LowStateEncoder, RobotReading
-from asap_ros.sim.profile import SensorNoise
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.core.state_machine import EStop, Stand
+from asap_ros.g1.codec import LOWCMD_WIRE, lowcmd_crc_ok
+from asap_ros.runtime.control_loop import ControlLoop, StepRecord, existing_cpu
+from asap_ros.sim.bridge import LowStateEncoder, RobotReading
+from asap_ros.sim.profile import SensorNoise
 
 MODE_MACHINE = 6
 

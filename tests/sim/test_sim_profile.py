@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from asap_ros.g1 import codec as g1
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.robot import load_robot_model
+from asap_ros.core.state import NUM_MOTORS, JointCommand
+from asap_ros.g1 import codec as g1
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.motors import CommandGate, MotorCommand, MotorModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import SensorNoise, load_profile
-from asap_ros.core.state import NUM_MOTORS, JointCommand
 
 KNEES = [3, 9]
 

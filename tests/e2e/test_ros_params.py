@@ -6,8 +6,8 @@ import pytest
 import rclpy
 from rclpy.parameter import Parameter
 
-from asap_ros.core.errors import ConfigError
 from asap_ros.config.paths import config_file
+from asap_ros.core.errors import ConfigError
 from asap_ros.ros.params import DEPLOY_PARAMS, SUPERVISOR_PARAMS, NodeParams, ParamSpec, check_value, load_defaults
 
 RATE = ParamSpec("rate_hz", "float", "a rate", low=1.0, high=100.0, runtime=True)
