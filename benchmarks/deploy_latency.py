@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
 
-
-from asap_ros.testing.ros_system import System, node_process  # noqa: E402
-
 from asap_ros.runtime.dds import process_domain  # noqa: E402
+from asap_ros.testing.ros_system import System, node_process  # noqa: E402
 
 
 class PolicyStepReader:

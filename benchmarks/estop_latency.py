@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-
-from asap_ros.testing.ros_system import System, distribution_ms  # noqa: E402
-
 from asap_ros.runtime.dds import process_domain  # noqa: E402
+from asap_ros.testing.ros_system import System, distribution_ms  # noqa: E402
 
 PERIOD_MS = 20.0
 

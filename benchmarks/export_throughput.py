@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from asap_ros.config.robot import load_robot_model
 from asap_ros.export.exporter import export_bag
 from asap_ros.testing.synthetic_bags import PREPARE_S, SyntheticPlan, write_synthetic_session
-from asap_ros.core.robot import load_robot_model
 
 EPISODE_S = 20.0
 HOLD_S = 4.0

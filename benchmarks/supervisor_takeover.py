@@ -23,9 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from estop_latency import track_or_recover  # noqa: E402
-from asap_ros.testing.ros_system import System, distribution_ms  # noqa: E402
 
 from asap_ros.runtime.dds import process_domain  # noqa: E402
+from asap_ros.testing.ros_system import System, distribution_ms  # noqa: E402
 
 TARGET_MS = 50.0
 

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.runtime.actor import OnnxActor
 from asap_ros.config.clip import load_clip
-from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr, lowcmd_crc_ok
 from asap_ros.config.paths import policies_dir
-from asap_ros.core.policy import PolicyRunner
 from asap_ros.config.policy_spec import load_policy_spec
-from asap_ros.core.robot import load_robot_model
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.state import NUM_MOTORS, JointCommand
+from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr, lowcmd_crc_ok
+from asap_ros.runtime.actor import OnnxActor
 
 TARGET_P99_US = 150.0
 STAGES = ("decode LowState_", "observation + targets", "inference (ONNX Runtime)", "encode LowCmd_ + CRC")

@@ -27,9 +27,9 @@ def resolve_spec_path(spec: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from asap_ros.runtime.actor import OnnxActor
     from asap_ros.config.policy_spec import load_policy_spec
-    from asap_ros.core.robot import load_robot_model
+    from asap_ros.config.robot import load_robot_model
+    from asap_ros.runtime.actor import OnnxActor
 
     robot = load_robot_model(args.robot)
     spec = load_policy_spec(resolve_spec_path(args.spec), robot, args.assets_dir)

@@ -290,8 +290,8 @@ def run(args: argparse.Namespace) -> int:
 
         select_gl_backend()  # before anything imports mujoco
     from asap_ros.core.errors import ConfigError
-    from asap_ros.sim.session import COMPLETED, prepare_run
     from asap_ros.sim.profile import load_profile
+    from asap_ros.sim.session import COMPLETED, prepare_run
     from asap_ros.sim.summary import format_result, summarize_run, write_summary
 
     if args.rt_priority != 0 and not 2 <= args.rt_priority <= 99:

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from asap_ros.core.errors import AssetError
 from asap_ros.config.paths import share_dir
+from asap_ros.core.errors import AssetError
 
 ENV_VAR = "ASAP_ASSETS"
 MARKER = "SOURCE.md"

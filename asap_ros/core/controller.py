@@ -48,7 +48,6 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.core.errors import ConfigError, RejectedRequest
-from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.core.policy import PolicyOutput, PolicyRunner
 from asap_ros.core.robot import RobotModel
 from asap_ros.core.safety import (
@@ -57,7 +56,6 @@ from asap_ros.core.safety import (
     check_action,
     check_state_age,
     hottest_motor,
-    read_safety_config,
 )
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 from asap_ros.core.state_machine import (
@@ -74,7 +72,6 @@ from asap_ros.core.state_machine import (
     Transition,
     describe,
 )
-from asap_ros.config.reader import ConfigReader, load_config
 
 __all__ = [
     "Controller",
@@ -87,11 +84,7 @@ __all__ = [
     "StepOutput",
     "Stop",
     "Transition",
-    "load_controller_config",
 ]
-
-DEFAULT_FILE = "controller.yaml"
-
 
 def _read_only(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
@@ -120,50 +113,6 @@ class ControllerConfig:
     source: str = "<controller config>"
     hold_policy: Path | None = None
     """Spec of the standing actor HOLD runs; ``None``: PD hold of the default pose."""
-
-
-def _per_motor(section: ConfigReader, name: str) -> np.ndarray:
-    """One non-negative number for every motor, or a list of 29 in motor order."""
-    if isinstance(section.raw(name), list):
-        return _read_only(section.floats(name, length=NUM_MOTORS, low=0.0))
-    return _read_only(np.full(NUM_MOTORS, section.float(name, low=0.0)))
-
-
-def _section(cfg: ConfigReader, name: str, keys: set[str]) -> ConfigReader:
-    section = cfg.section(name)
-    section.reject_unknown(keys)
-    return section
-
-
-def load_controller_config(path: str | Path | None = None) -> ControllerConfig:
-    """Load and validate the controller config (default: the package's ``config/controller.yaml``)."""
-    path = Path(path) if path is not None else config_file(DEFAULT_FILE)
-    cfg = load_config(path)
-    cfg.reject_unknown({"stand_up", "hold", "passive", "damping", "safety"})
-    stand_up = _section(cfg, "stand_up", {"duration_s", "kp_start_fraction"})
-    hold = _section(cfg, "hold", {"return_blend_s", "policy"})
-    passive = _section(cfg, "passive", {"kd"})
-    damping = _section(cfg, "damping", {"kd"})
-    return ControllerConfig(
-        stand_up_duration_s=stand_up.float("duration_s", low=0.5),
-        stand_up_kp_start_fraction=stand_up.float("kp_start_fraction", low=0.0, high=1.0),
-        return_blend_s=hold.float("return_blend_s", low=0.1),
-        passive_kd=_per_motor(passive, "kd"),
-        damping_kd=_per_motor(damping, "kd"),
-        safety=read_safety_config(cfg.section("safety")),
-        source=str(path),
-        hold_policy=_hold_policy(hold),
-    )
-
-
-def _hold_policy(hold: ConfigReader) -> Path | None:
-    """``hold.policy``: a spec path (relative to the package's ``policies/``), or null/absent."""
-    if hold.raw("policy", None) is None:
-        return None
-    path = policies_dir() / hold.str("policy")  # an absolute path replaces the base
-    if not path.is_file():
-        raise hold.error("policy", f"policy spec not found (relative paths are under {policies_dir()})", str(path))
-    return path
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -229,7 +178,8 @@ class Controller:
     """Turns each robot state into one joint command, per the mode and the safety checks.
 
     ``policies`` are the motion-tracking actors by motion name. ``hold_policy`` is the standing
-    actor HOLD runs; by default it is loaded from ``config.hold_policy`` (none there: PD hold).
+    actor HOLD runs (``None``: PD hold); it must be given when ``config.hold_policy``
+    names one (:func:`asap_ros.runtime.policies.build_controller` loads it). Opens no files.
     """
 
     def __init__(
@@ -242,7 +192,8 @@ class Controller:
         if robot.num_joints != NUM_MOTORS:
             raise ConfigError(robot.source, "joints", f"controller needs {NUM_MOTORS} motors", robot.num_joints)
         if hold_policy is None and config.hold_policy is not None:
-            hold_policy = PolicyRunner.from_spec_file(config.hold_policy, robot)
+            raise ConfigError(config.source, "hold.policy", "names a standing actor, but none was given to the controller",
+                              str(config.hold_policy))
         for name, policy in policies.items():
             _check_policy(name, policy, robot, motion=True)
         if hold_policy is not None:

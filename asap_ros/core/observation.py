@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
-from asap_ros.config.policy_spec import PolicySpec
+from asap_ros.core.policy_spec import PolicySpec
 from asap_ros.core.state import RobotState
 
 

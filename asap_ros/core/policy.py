@@ -13,15 +13,14 @@ the controller blends it; the actor observes them as ``ref_upper_dof_pos``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from asap_ros.runtime.actor import OnnxActor
 from asap_ros.core.observation import ObservationBuilder
-from asap_ros.config.policy_spec import PolicySpec, load_policy_spec
-from asap_ros.core.robot import RobotModel, load_robot_model
+from asap_ros.core.policy_spec import PolicySpec
+from asap_ros.core.robot import RobotModel
 from asap_ros.core.state import RobotState
 
 
@@ -44,10 +43,18 @@ class PolicyOutput:
     """The motion is over: the next step's phase would be >= 1."""
 
 
-class PolicyRunner:
-    """Runs one actor for one motion (or one stretch of standing); :meth:`reset` before each run."""
+Actor = Callable[[np.ndarray], np.ndarray]
+"""An actor: float32 observation [obs_dim] -> action [n_driven] (e.g. :class:`asap_ros.runtime.actor.OnnxActor`)."""
 
-    def __init__(self, spec: PolicySpec, robot: RobotModel, actor: OnnxActor):
+
+class PolicyRunner:
+    """Runs one actor for one motion (or one stretch of standing); :meth:`reset` before each run.
+
+    ``actor`` is any ``actor(obs) -> action`` callable; :func:`asap_ros.runtime.policies.load_policy_runner`
+    builds a runner from a spec file with its ONNX actor.
+    """
+
+    def __init__(self, spec: PolicySpec, robot: RobotModel, actor: Actor):
         self.spec = spec
         self.robot = robot
         self.actor = actor
@@ -61,15 +68,6 @@ class PolicyRunner:
         self._last_action = np.zeros(len(spec.driven_joints), dtype=np.float32)
         self._driven_targets = np.zeros(len(spec.driven_joints))
         self._tick = 0
-
-    @classmethod
-    def from_spec_file(
-        cls, path: str | Path, robot: RobotModel | None = None, assets_dir: str | Path | None = None
-    ) -> PolicyRunner:
-        """Load and check the spec, its actor and its clip."""
-        robot = robot or load_robot_model()
-        spec = load_policy_spec(path, robot, assets_dir)
-        return cls(spec, robot, OnnxActor(spec.actor_path, spec))
 
     @property
     def tick(self) -> int:

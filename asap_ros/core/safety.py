@@ -5,7 +5,7 @@ reason (naming the joint and value) or ``None`` when the aspect is healthy. They
 on malformed input; a malformed sample is itself a fault. :class:`SafetyMonitor` runs them
 all, in a fixed order, once per control step and keeps the two consecutive-event counters
 (late steps, bad CRCs). Thresholds come from the ``safety`` section of
-``config/controller.yaml`` (:func:`read_safety_config`).
+``config/controller.yaml`` (read by :func:`asap_ros.config.controller.read_safety_config`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from asap_ros.core.state import NUM_MOTORS, RobotState
-from asap_ros.config.reader import ConfigReader
 
 #: RobotState array fields and the shape each must have.
 STATE_ARRAY_SHAPES: dict[str, tuple[int, ...]] = {
@@ -46,29 +45,6 @@ class SafetyConfig:
     max_start_temperature_c: float
     max_consecutive_late_steps: int
     max_consecutive_bad_crc: int
-
-
-def read_safety_config(section: ConfigReader) -> SafetyConfig:
-    """Validate the ``safety`` section of the controller config."""
-    fields = SafetyConfig.__dataclass_fields__
-    section.reject_unknown(fields)
-    config = SafetyConfig(
-        max_state_age_ms=section.float("max_state_age_ms", low=1.0),
-        position_margin_rad=section.float("position_margin_rad", low=0.0),
-        velocity_limit_factor=section.float("velocity_limit_factor", low=0.1),
-        max_tilt_deg=section.float("max_tilt_deg", low=1.0, high=180.0),
-        max_temperature_c=section.float("max_temperature_c", low=0.0),
-        max_start_temperature_c=section.float("max_start_temperature_c", low=0.0),
-        max_consecutive_late_steps=section.int("max_consecutive_late_steps", low=1),
-        max_consecutive_bad_crc=section.int("max_consecutive_bad_crc", low=1),
-    )
-    if config.max_start_temperature_c > config.max_temperature_c:
-        raise section.error(
-            "max_start_temperature_c",
-            f"must not exceed max_temperature_c ({config.max_temperature_c})",
-            config.max_start_temperature_c,
-        )
-    return config
 
 
 # --- pure checks ------------------------------------------------------------------------

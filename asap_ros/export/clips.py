@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.config.policy_spec import sha256_of
+from asap_ros.core.errors import AsapError, ConfigError
 
 
 def resolve_clip(motion: str, session: dict, bag: str | Path, override: str | Path | None = None) -> Path:

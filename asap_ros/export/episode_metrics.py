@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from asap_ros.config.clip import MotionClip
+from asap_ros.core.policy import PolicyOutput
+from asap_ros.core.state_machine import Mode
 from asap_ros.export.align import MOCAP_FILTER_MS, AlignedEpisode, align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.clips import resolve_clip
-from asap_ros.tracking.kinematics import KeypointModel
-from asap_ros.core.policy import PolicyOutput
 from asap_ros.recording import topics
-from asap_ros.core.state_machine import Mode
 from asap_ros.tracking.evaluation import BodyPose, RunTrace, TrackingResult, evaluate_tracking
+from asap_ros.tracking.kinematics import KeypointModel
 
 
 def episode_trace(aligned: AlignedEpisode) -> RunTrace:
@@ -56,7 +56,7 @@ def bag_metrics(
 ) -> list[dict]:
     """Metrics of every episode of a bag, as JSON-ready dicts (``tracking`` null if < 4 steps)."""
     from asap_ros.config.clip import load_clip
-    from asap_ros.core.robot import load_robot_model
+    from asap_ros.config.robot import load_robot_model
 
     joint_names = load_robot_model().joint_names
     load_clip_once = functools.cache(load_clip)

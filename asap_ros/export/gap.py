@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.state import NUM_MOTORS
 from asap_ros.export.align import AlignedEpisode
 from asap_ros.export.resample import bracket, interpolate, newest_at
-from asap_ros.core.state import NUM_MOTORS
 
 DEFAULT_WINDOW_S = 1.0
 FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
@@ -145,7 +145,7 @@ class OpenLoopReplayer:
 
         from asap_ros.config.assets import asset_path
         from asap_ros.config.paths import config_file
-        from asap_ros.core.robot import load_robot_model
+        from asap_ros.config.robot import load_robot_model
         from asap_ros.sim.config import BandConfig, load_sim_config
         from asap_ros.sim.motors import MotorModel
         from asap_ros.sim.physics import FLOOR_GEOM, G1Physics

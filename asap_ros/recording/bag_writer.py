@@ -11,8 +11,8 @@ files and ``metadata.yaml`` follow the layout rosbag2's MCAP storage plugin writ
 from __future__ import annotations
 
 import os
-from contextlib import suppress
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 

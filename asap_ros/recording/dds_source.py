@@ -28,10 +28,10 @@ from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-from asap_ros.runtime.dds import close_entity
-from asap_ros.runtime.step_topics import POLICY_STEP_TOPIC, TRANSITION_TOPIC, ModeTransition_, PolicyStep_
 from asap_ros.core.errors import AsapError
 from asap_ros.recording.topics import DDS_TOPICS, RecordedTopic
+from asap_ros.runtime.dds import close_entity
+from asap_ros.runtime.step_topics import POLICY_STEP_TOPIC, TRANSITION_TOPIC, ModeTransition_, PolicyStep_
 
 Sink = Callable[[str, int, bytes, int], None]
 """``sink(bag_topic, log_time_ns, cdr, publish_time_ns)``."""

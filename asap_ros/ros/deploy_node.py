@@ -17,50 +17,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
+from asap_ros.config.paths import config_file
 from asap_ros.core.errors import AsapError, ConfigError, RejectedRequest
-from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
 
 NODE_NAME = "asap_deploy"
 MOCAP_TOPIC = "mocap/pose"
 SHUTDOWN_DAMPING_S = 0.1
 """On a clean shutdown the node e-stops and lets the loop send damping this long before stopping."""
-_ROS_NAME_TOKEN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-
-
-def resolve_policy_files(names: list[str], source: str) -> list[Path]:
-    """Spec files by name (relative names are looked up in the package ``policies/``)."""
-    paths = []
-    for name in names:
-        path = Path(name) if Path(name).is_absolute() else policies_dir() / name
-        if not path.is_file():
-            raise ConfigError(source, "policies", f"policy spec not found at {path}", name)
-        paths.append(path)
-    return paths
-
-
-def load_policies(files: list[Path], robot: Any, assets_dir: str | None, source: str) -> dict[str, Any]:
-    """``{motion name: PolicyRunner}``; names must be unique ROS name tokens (they name services)."""
-    from asap_ros.core.policy import PolicyRunner
-
-    policies: dict[str, Any] = {}
-    for path in files:
-        runner = PolicyRunner.from_spec_file(path, robot=robot, assets_dir=assets_dir)
-        name = runner.spec.name
-        if not _ROS_NAME_TOKEN.match(name):
-            raise ConfigError(path, "name", "motion name must be a ROS name token ([A-Za-z][A-Za-z0-9_]*)", name)
-        if name in policies:
-            raise ConfigError(source, "policies", "two policy specs define the same motion", name)
-        policies[name] = runner
-    return policies
 
 
 def controller_config_with_overrides(config: Any, values: Mapping[str, Any], source: str) -> Any:
@@ -84,9 +54,11 @@ class DeployNode:
         from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
         from std_msgs.msg import Float32MultiArray, String, UInt64
 
+        from asap_ros.config.controller import load_controller_config
+        from asap_ros.config.policy_spec import resolve_policy_files
+        from asap_ros.config.robot import load_robot_model
         from asap_ros.runtime.control_loop import ControlLoop
-        from asap_ros.core.controller import Controller, load_controller_config
-        from asap_ros.core.robot import load_robot_model
+        from asap_ros.runtime.policies import build_controller, load_policies
 
         self.node = node
         self.params = NodeParams(node, DEPLOY_PARAMS, load_defaults(config_file("deploy.yaml"), NODE_NAME, DEPLOY_PARAMS))
@@ -97,7 +69,7 @@ class DeployNode:
         config = controller_config_with_overrides(
             load_controller_config(p["controller_config"] or None), p.values, source)
         policies = load_policies(resolve_policy_files(p["policies"], source), self.robot, p["assets_dir"] or None, source)
-        self.controller = Controller(self.robot, policies, config)
+        self.controller = build_controller(self.robot, policies, config)
         self.params.set_validator(self._check_params)
 
         self._lowcmd_writer = self._open_lowcmd_writer(p["dds_domain"], p["network_interface"])

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asap_ros.core.errors import ConfigError
 from asap_ros.config.reader import load_yaml
+from asap_ros.core.errors import ConfigError
 
 KINDS = ("bool", "int", "float", "str", "str_list")
 

@@ -27,10 +27,10 @@ SPIN_TIMEOUT_S = 0.1
 def _start_recording(node: Any) -> tuple[Any, Any]:
     """Parameters -> session description -> DDS -> a started :class:`Recorder` and its DDS domain."""
     from asap_ros.config.paths import config_file
+    from asap_ros.config.policy_spec import resolve_policy_files
     from asap_ros.recording.dds_source import RecorderDomain
     from asap_ros.recording.recorder import Recorder
     from asap_ros.recording.session_info import SessionInfo, describe_policies
-    from asap_ros.ros.deploy_node import resolve_policy_files
     from asap_ros.ros.params import NodeParams, load_defaults
 
     defaults_file = config_file("recorder.yaml")

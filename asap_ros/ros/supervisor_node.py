@@ -32,12 +32,12 @@ import threading
 import time
 from typing import Any
 
-from asap_ros.core.errors import AsapError
-from asap_ros.g1.codec import LOWCMD_WIRE, LOWSTATE_WIRE, LowCmdEncoder, damping_command, record_crc
 from asap_ros.config.paths import config_file
+from asap_ros.core.errors import AsapError
 from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
-from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
 from asap_ros.core.state import NUM_MOTORS
+from asap_ros.g1.codec import LOWCMD_WIRE, LOWSTATE_WIRE, LowCmdEncoder, damping_command, record_crc
+from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
 
 NODE_NAME = "asap_supervisor"
 WATCHING = "WATCHING"
@@ -139,7 +139,7 @@ class SupervisorNode:
         from std_msgs.msg import Empty, String, UInt64
         from std_srvs.srv import Trigger
 
-        from asap_ros.core.controller import load_controller_config
+        from asap_ros.config.controller import load_controller_config
 
         self.node = node
         self.params = NodeParams(node, SUPERVISOR_PARAMS,

@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime as ort
 
 from asap_ros.core.errors import ConfigError
-from asap_ros.config.policy_spec import PolicySpec
+from asap_ros.core.policy_spec import PolicySpec
 
 _FLOAT = "tensor(float)"
 

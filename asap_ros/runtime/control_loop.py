@@ -22,9 +22,9 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from asap_ros.core.controller import Controller, StepOutput
-from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
 from asap_ros.core.state import RobotState
 from asap_ros.core.state_machine import EStop
+from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
 
 Sink = Callable[["StepRecord"], None]
 

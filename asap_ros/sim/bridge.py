@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asap_ros.core.state import NUM_MOTORS
 from asap_ros.g1 import codec as g1
 from asap_ros.sim.motors import CommandGate, MotorCommand
 from asap_ros.sim.profile import SensorNoise
 from asap_ros.sim.rotations import perturb_quat, rpy_from_quat
-from asap_ros.core.state import NUM_MOTORS
 
 
 @dataclass

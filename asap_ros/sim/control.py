@@ -10,8 +10,8 @@ from cyclonedds.qos import Qos
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
-from asap_ros.runtime.dds import close_entity, participant
 from asap_ros.core.errors import AsapError
+from asap_ros.runtime.dds import close_entity, participant
 from asap_ros.sim.dds_types import CONTROL_ACTIONS, CONTROL_TOPIC, SimControl_
 
 CONTROL_QOS = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(16))

@@ -29,15 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from asap_ros.runtime.actor import OnnxActor
 from asap_ros.config.clip import MotionClip, load_clip
-from asap_ros.core.controller import Controller, load_controller_config
+from asap_ros.config.controller import load_controller_config
+from asap_ros.config.policy_spec import load_policy_spec, sha256_of
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.controller import Controller
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.policy import PolicyRunner
-from asap_ros.config.policy_spec import load_policy_spec, sha256_of
-from asap_ros.core.robot import RobotModel, load_robot_model
-from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
+from asap_ros.core.robot import RobotModel
 from asap_ros.core.state_machine import Mode, Request, Stand, Start
+from asap_ros.runtime.actor import OnnxActor
+from asap_ros.runtime.policies import build_controller
+from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
 
 COMPLETED = "completed"
 STAGE_MARGIN_S = 10.0
@@ -242,7 +245,7 @@ def prepare_run(
         if not stand_up_s >= MIN_STAND_UP_S:
             raise ConfigError(None, "--stand-up-s", f"must be >= {MIN_STAND_UP_S:g} s", stand_up_s)
         config = dataclasses.replace(config, stand_up_duration_s=stand_up_s)
-    controller = Controller(robot, {spec.name: policy}, config)
+    controller = build_controller(robot, {spec.name: policy}, config)
     plan = SessionPlan(
         motion=spec.name,
         stand_up_timeout_s=config.stand_up_duration_s + STAGE_MARGIN_S,

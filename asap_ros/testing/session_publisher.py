@@ -77,9 +77,9 @@ class SessionPublisher:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
+        from asap_ros.g1.codec import LOWCMD_LAYOUT, LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE, record_crc
         from asap_ros.runtime.dds import RawWriter
         from asap_ros.runtime.step_topics import PolicyStepPublisher
-        from asap_ros.g1.codec import LOWCMD_LAYOUT, LOWSTATE_LAYOUT, LOWCMD_WIRE, LOWSTATE_WIRE, record_crc
 
         self._wire = {"lowstate": LOWSTATE_WIRE, "lowcmd": LOWCMD_WIRE}
         self._crc = record_crc

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asap_ros.config.clip import MotionClip
-from asap_ros.tracking.kinematics import DRIVEN_MOTORS, KeypointModel, align_start, sample_clip
-from asap_ros.tracking.metrics import MIN_FRAMES, TrackingReport, tracking_report
 from asap_ros.core.policy import PolicyOutput
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.core.state_machine import Mode
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS, KeypointModel, align_start, sample_clip
+from asap_ros.tracking.metrics import MIN_FRAMES, TrackingReport, tracking_report
 
 FALL_HEIGHT_M = 0.45
 """Pelvis below this height counts as a fall (the G1 stands at ~0.78 m; ASAP's clips stay above 0.7 m)."""

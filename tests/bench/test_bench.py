@@ -12,8 +12,8 @@ from asap_ros.bench.tick import STAGES, TimedActor, motion_lowstates, policy_spe
 from asap_ros.cli import main as cli_main
 from asap_ros.config.clip import load_clip
 from asap_ros.config.policy_spec import load_policy_spec
+from asap_ros.config.robot import load_robot_model
 from asap_ros.core.policy import PolicyRunner
-from asap_ros.core.robot import load_robot_model
 from asap_ros.g1.codec import decode_lowstate_cdr
 from asap_ros.runtime.actor import OnnxActor
 

@@ -10,8 +10,8 @@ import yaml
 
 from asap_ros.config.paths import policies_dir
 from asap_ros.config.policy_spec import load_policy_spec
+from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
-from asap_ros.core.robot import load_robot_model
 
 NAMES = ["CR7_level1", "kick_level1", "APT_level1"]
 

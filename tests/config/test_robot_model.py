@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from asap_ros.config.reader import load_config, load_yaml
+from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
-from asap_ros.core.robot import load_robot_model
 
 
 @pytest.fixture(scope="module")

@@ -15,23 +15,15 @@ import numpy as np
 import pytest
 import yaml
 
+from asap_ros.config.controller import load_controller_config
 from asap_ros.config.paths import config_file, policies_dir
-from asap_ros.core.controller import (
-    Controller,
-    ControllerConfig,
-    EStop,
-    Mode,
-    Reset,
-    Stand,
-    Start,
-    StepOutput,
-    Stop,
-    load_controller_config,
-)
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.controller import Controller, ControllerConfig, EStop, Mode, Reset, Stand, Start, StepOutput, Stop
 from asap_ros.core.errors import ConfigError, RejectedRequest
 from asap_ros.core.policy import PolicyOutput, PolicyRunner
-from asap_ros.core.robot import RobotModel, load_robot_model
+from asap_ros.core.robot import RobotModel
 from asap_ros.core.state import NUM_MOTORS, RobotState
+from asap_ros.runtime.policies import load_policy_runner
 
 MOTION = "CR7_level1"
 T0 = 1_700_000_000_000_000_000
@@ -55,7 +47,7 @@ def config() -> ControllerConfig:
 @pytest.fixture(scope="module")
 def runners(robot: RobotModel) -> list[PolicyRunner]:
     """Two independent CR7 runners (real ONNX actor), so twin rigs never share history."""
-    return [PolicyRunner.from_spec_file(policies_dir() / f"{MOTION}.yaml", robot) for _ in range(2)]
+    return [load_policy_runner(policies_dir() / f"{MOTION}.yaml", robot) for _ in range(2)]
 
 
 class Rig:

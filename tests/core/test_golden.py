@@ -17,8 +17,8 @@ import onnxruntime as ort
 import pytest
 
 from asap_ros.config.paths import policies_dir
-from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.state import RobotState
+from asap_ros.runtime.policies import load_policy_runner
 
 CONTROL_DT = 0.02
 PHYSICS_DT = 0.005
@@ -94,7 +94,7 @@ def robot_state(data: mujoco.MjData) -> RobotState:
 
 @pytest.fixture(scope="module")
 def rollout(assets):
-    runner = PolicyRunner.from_spec_file(policies_dir() / "CR7_level1.yaml")
+    runner = load_policy_runner(policies_dir() / "CR7_level1.yaml")
     model = mujoco.MjModel.from_xml_path(str(assets / "robots" / "g1" / "scene_29dof.xml"))
     model.opt.timestep = PHYSICS_DT
     data = mujoco.MjData(model)

@@ -20,23 +20,18 @@ import pytest
 import yaml
 
 from asap_ros.commands.rollout import LockstepG1
+from asap_ros.config.controller import load_controller_config
 from asap_ros.config.paths import config_file, policies_dir
-from asap_ros.config.policy_spec import PolicySpec, load_policy_spec
-from asap_ros.core.controller import (
-    Controller,
-    ControllerConfig,
-    Mode,
-    Stand,
-    Start,
-    StepOutput,
-    Stop,
-    load_controller_config,
-)
+from asap_ros.config.policy_spec import load_policy_spec
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.controller import Controller, ControllerConfig, Mode, Stand, Start, StepOutput, Stop
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.observation import ObservationBuilder
 from asap_ros.core.policy import PolicyOutput, PolicyRunner
-from asap_ros.core.robot import RobotModel, load_robot_model
+from asap_ros.core.policy_spec import PolicySpec
+from asap_ros.core.robot import RobotModel
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
+from asap_ros.runtime.policies import build_controller, load_policy_runner
 
 STAND_SPEC = policies_dir() / "dec_loco_stand.yaml"
 MOTION = "kick_level1"
@@ -188,7 +183,7 @@ class DeployLocoObservation:
 
 def test_observation_and_targets_match_asap_deploy_code_on_mujoco_states(spec, robot, assets) -> None:
     """100 steps on the ground without band, the upper-body reference moving as in a blend."""
-    runner = PolicyRunner.from_spec_file(STAND_SPEC, robot)
+    runner = load_policy_runner(STAND_SPEC, robot)
     session = ort.InferenceSession(str(assets / "policies/dec_loco/model_6600.onnx"), providers=["CPUExecutionProvider"])
     g1 = LockstepG1("nominal")
     g1.band("band_release")
@@ -231,7 +226,7 @@ def _stand_then_release(robot: RobotModel, config: ControllerConfig, seconds: fl
     Figures are over the HOLD that follows (``seconds`` long, or until DAMPING).
     """
     g1 = LockstepG1("nominal")
-    controller = Controller(robot, {}, dataclasses.replace(config, stand_up_duration_s=1.0))
+    controller = build_controller(robot, {}, dataclasses.replace(config, stand_up_duration_s=1.0))
     outputs: list[StepOutput] = []
     lowest, tilt, start_xy = math.inf, 0.0, None
     for k in range(round((1.04 + seconds) / DT)):
@@ -310,12 +305,12 @@ def config() -> ControllerConfig:
 
 @pytest.fixture(scope="module")
 def motion(robot) -> PolicyRunner:
-    return PolicyRunner.from_spec_file(policies_dir() / f"{MOTION}.yaml", robot)
+    return load_policy_runner(policies_dir() / f"{MOTION}.yaml", robot)
 
 
 @pytest.fixture
 def rig(robot, config, motion) -> Rig:
-    return Rig(Controller(robot, {MOTION: motion}, config))
+    return Rig(build_controller(robot, {MOTION: motion}, config))
 
 
 def test_hold_runs_the_actor_on_the_legs_and_blends_the_upper_body_in(rig: Rig, robot, config) -> None:
@@ -404,7 +399,7 @@ class CorruptedStandingActor(PolicyRunner):
      ("raise", "hold policy dec_loco_stand step failed: FloatingPointError('actor diverged')")],
 )  # fmt: skip
 def test_standing_actor_output_fault_latches_damping(robot, config, motion, how: str, reason: str) -> None:
-    standing = CorruptedStandingActor(PolicyRunner.from_spec_file(STAND_SPEC, robot), at_tick=5, how=how)
+    standing = CorruptedStandingActor(load_policy_runner(STAND_SPEC, robot), at_tick=5, how=how)
     rig = Rig(Controller(robot, {MOTION: motion}, config, hold_policy=standing))
     rig.to_hold()
     rig.step(0.2)
@@ -443,6 +438,9 @@ def test_hold_policy_config(tmp_path) -> None:
 def test_policy_roles_are_checked(robot, config, motion) -> None:
     with pytest.raises(ConfigError, match="policy hold: the hold policy must be a standing actor"):
         Controller(robot, {}, config, hold_policy=motion)
-    standing = PolicyRunner.from_spec_file(STAND_SPEC, robot)
+    standing = load_policy_runner(STAND_SPEC, robot)
     with pytest.raises(ConfigError, match="policy stand: a motion policy needs a clip"):
-        Controller(robot, {"stand": standing}, config)
+        Controller(robot, {"stand": standing}, config, hold_policy=standing)
+    with pytest.raises(ConfigError, match=r"hold\.policy: names a standing actor, but none was given") as error:
+        Controller(robot, {MOTION: motion}, config)  # the config names one: the controller never loads it itself
+    assert error.value.file == config.source

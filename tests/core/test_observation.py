@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from asap_ros.config.paths import policies_dir
-from asap_ros.config.policy_spec import HistorySpec, ObsTerm, load_policy_spec
+from asap_ros.config.policy_spec import load_policy_spec
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.observation import TERMS, ObservationBuilder
+from asap_ros.core.policy_spec import HistorySpec, ObsTerm
 from asap_ros.core.state import RobotState
 
 

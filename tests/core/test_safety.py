@@ -9,17 +9,13 @@ import mujoco
 import numpy as np
 import pytest
 
+from asap_ros.config.controller import read_safety_config
 from asap_ros.config.paths import config_file
 from asap_ros.config.reader import ConfigReader, load_config
+from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
-from asap_ros.core.robot import RobotModel, load_robot_model
-from asap_ros.core.safety import (
-    SafetyConfig,
-    SafetyMonitor,
-    check_action,
-    read_safety_config,
-    torso_tilt_cos,
-)
+from asap_ros.core.robot import RobotModel
+from asap_ros.core.safety import SafetyConfig, SafetyMonitor, check_action, torso_tilt_cos
 from asap_ros.core.state import NUM_MOTORS, RobotState
 
 NOW = 1_700_000_000_000_000_000

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from asap_ros.cli import main
-from asap_ros.core.robot import load_robot_model
+from asap_ros.config.robot import load_robot_model
 from asap_ros.export.exporter import export_bag
 from asap_ros.testing.synthetic_bags import SyntheticPlan, write_synthetic_session
 

@@ -28,7 +28,7 @@ from unitree_sdk2py.idl.default import unitree_hg_msg_dds__LowCmd_
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
-from asap_ros.core.robot import load_robot_model
+from asap_ros.config.robot import load_robot_model
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 from asap_ros.g1 import codec as g1
 from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant

@@ -16,8 +16,8 @@ import pytest
 
 from asap_ros.cli import main
 from asap_ros.config.clip import load_clip, load_pickle_restricted
+from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
-from asap_ros.core.robot import load_robot_model
 from asap_ros.export.align import align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.delta import DELTA_INPUT_DIM, DELTA_INPUT_TERMS

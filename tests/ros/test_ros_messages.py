@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 
+from asap_ros.config.robot import load_robot_model
 from asap_ros.core.policy import PolicyOutput
-from asap_ros.core.robot import load_robot_model
 from asap_ros.core.state import RobotState
 from asap_ros.ros.messages import (
     DiagnosticsInput,

@@ -14,9 +14,9 @@ import yaml
 from asap_ros.config.paths import policies_dir
 from asap_ros.config.policy_spec import load_policy_spec, sha256_of
 from asap_ros.core.errors import ConfigError
-from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.state import RobotState
 from asap_ros.runtime.actor import OnnxActor
+from asap_ros.runtime.policies import load_policy_runner
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def spec():
 
 @pytest.fixture(scope="module")
 def runner():
-    return PolicyRunner.from_spec_file(policies_dir() / "CR7_level1.yaml")
+    return load_policy_runner(policies_dir() / "CR7_level1.yaml")
 
 
 def test_actor_matches_onnx_runtime(spec):
@@ -79,7 +79,7 @@ def test_corrupt_onnx_file(tmp_path, assets):
     path = tmp_path / "corrupt.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError) as info:
-        PolicyRunner.from_spec_file(path, assets_dir=root)
+        load_policy_runner(path, assets_dir=root)
     message = str(info.value)
     assert "corrupt.yaml: actor.file: not a loadable ONNX model" in message and "actor.onnx" in message
 

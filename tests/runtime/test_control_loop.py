@@ -18,14 +18,15 @@ import numpy as np
 import pytest
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
+from asap_ros.config.controller import load_controller_config
 from asap_ros.config.paths import policies_dir
-from asap_ros.core.controller import Controller, Mode, load_controller_config
-from asap_ros.core.policy import PolicyRunner
-from asap_ros.core.robot import load_robot_model
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.controller import Mode
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.core.state_machine import EStop, Stand
 from asap_ros.g1.codec import LOWCMD_WIRE, lowcmd_crc_ok
 from asap_ros.runtime.control_loop import ControlLoop, StepRecord, existing_cpu
+from asap_ros.runtime.policies import build_controller, load_policy_runner
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading
 from asap_ros.sim.profile import SensorNoise
 
@@ -102,8 +103,8 @@ def rig():
     # thread on a loaded 2-core machine does not fault (the thresholds have their own tests)
     safety = dataclasses.replace(config.safety, max_state_age_ms=1000, max_consecutive_late_steps=1000)
     config = dataclasses.replace(config, stand_up_duration_s=0.3, safety=safety)
-    runner = PolicyRunner.from_spec_file(policies_dir() / "CR7_level1.yaml", robot)
-    controller = Controller(robot, {"CR7_level1": runner}, config)
+    runner = load_policy_runner(policies_dir() / "CR7_level1.yaml", robot)
+    controller = build_controller(robot, {"CR7_level1": runner}, config)
     written = SdkDecodedWrites()
     holder: dict = {}
 

@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from asap_ros.core.robot import load_robot_model
+from asap_ros.config.robot import load_robot_model
 from asap_ros.sim.config import BandConfig, load_sim_config
 from asap_ros.sim.motors import CommandGate, MotorCommand, MotorModel, ThermalModel
 from asap_ros.sim.physics import GRAVITY, G1Physics

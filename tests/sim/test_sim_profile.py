@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
-from asap_ros.core.robot import load_robot_model
 from asap_ros.core.state import NUM_MOTORS, JointCommand
 from asap_ros.g1 import codec as g1
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
