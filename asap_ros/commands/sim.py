@@ -202,13 +202,10 @@ class RealTimeRun:
         return self
 
     def _start(self) -> None:
-        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
-
         from asap_ros.runtime import dds
-        from asap_ros.runtime.control_loop import ControlLoop
+        from asap_ros.runtime.wiring import DdsControl
         from asap_ros.sim.control import SimControlClient
         from asap_ros.sim.dds_types import GROUND_TRUTH_TOPIC, GroundTruth_
-        from asap_ros.sim.simulator import LOWCMD_TOPIC, LOWSTATE_TOPIC
 
         args, recording = self.args, self.args.record is not None
         domain = dds.process_domain()
@@ -217,20 +214,13 @@ class RealTimeRun:
             self.processes.append(_start_recorder(args.record, domain, self.out_dir))
         if self.rt_priority:  # after the children (they must not inherit it), before any thread of ours
             _raise_priority(self.rt_priority - 1)
-        dds.init_channels(domain, "lo")
-        lowcmd = dds.RawWriter(LOWCMD_TOPIC, LowCmd_)
-        self._closers.append(lowcmd)
-        lowstate = dds.PolledReader(LOWSTATE_TOPIC, LowState_)  # read by the control thread itself
-        self.loop = ControlLoop(self.setup.controller, lowcmd.write, realtime_priority=self.rt_priority, states=lowstate)
-        self._closers += [lowstate, dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload)]
+        # publish_steps: the same samples asap_deploy publishes, for asap_recorder
+        control = DdsControl(self.setup.controller, domain, "lo", publish_steps=recording,
+                             realtime_priority=self.rt_priority)
+        self._closers.append(control)
+        self.loop = control.loop
+        self._closers.append(dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload))
         self.loop.add_sink(self._trace_step)
-        if recording:
-            from asap_ros.runtime.step_topics import PolicyStepPublisher
-
-            publisher = PolicyStepPublisher()  # the same samples asap_deploy publishes, for asap_recorder
-            self._closers.append(publisher)
-            controller = self.setup.controller
-            self.loop.add_sink(lambda record: publisher.publish_record(record, controller.motion or ""))
         _wait_for_simulator(self.loop, self.processes[0], self.out_dir)
         if recording:
             time.sleep(RECORDER_READY_S)

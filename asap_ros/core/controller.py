@@ -172,6 +172,10 @@ class StepOutput:
     hold_policy: PolicyOutput | None = None
     """The standing actor's step (HOLD and PREPARE with ``hold.policy``, or the step whose output
     faulted); never mixed into ``policy``, which belongs to the motion."""
+    motion: str | None = None
+    """The motion run this step belongs to (the running motion when the step began; ``None``
+    outside one). Taken here, on the control thread: the controller's :attr:`Controller.motion`
+    may have moved on by the time another thread reads the step."""
 
 
 class Controller:
@@ -217,6 +221,7 @@ class Controller:
         self._last_valid_state: RobotState | None = None
         """Newest state with a good CRC: used in place of a corrupted sample."""
         self._unreported: deque[Transition] = deque()
+        self._step_motion: str | None = None
 
     @property
     def mode(self) -> Mode:
@@ -267,6 +272,7 @@ class Controller:
     def step(self, state: RobotState | None, now_ns: int, late: bool = False) -> StepOutput:
         """The command for this control tick. Never raises on a bad state: that is a fault."""
         mode = self._machine.mode
+        self._step_motion = self._machine.motion
         if mode is Mode.DAMPING:
             return self._output(self._damping)
         problem = self._monitor.check(state, now_ns, late)
@@ -378,6 +384,7 @@ class Controller:
             transition=self._unreported.popleft() if self._unreported else None,
             fault=self._machine.fault_reason if mode is Mode.DAMPING else None,
             hold_policy=hold_output,
+            motion=self._step_motion,
         )
 
 

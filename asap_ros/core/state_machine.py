@@ -87,6 +87,8 @@ class Transition:
     to_mode: Mode
     reason: str
     stamp_ns: int
+    motion: str | None = None
+    """The motion run this transition starts, continues or ends (``None`` outside one)."""
 
 
 REQUEST_TRANSITIONS: dict[tuple[Mode, type], Mode] = {
@@ -166,10 +168,10 @@ class StateMachine:
         return self._enter(Mode.DAMPING, reason, now_ns)
 
     def _enter(self, target: Mode, reason: str, now_ns: int, request: Request | None = None) -> Transition:
-        transition = Transition(self.mode, target, reason, now_ns)
-        self.mode = target
+        left = self.motion
+        from_mode, self.mode = self.mode, target
         if isinstance(request, Start):
             self.motion = request.motion
         elif target not in MOTION_MODES:
             self.motion = None
-        return transition
+        return Transition(from_mode, target, reason, now_ns, self.motion or left)

@@ -29,6 +29,10 @@ import numpy as np
 
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 
+LOWSTATE_TOPIC = "rt/lowstate"
+LOWCMD_TOPIC = "rt/lowcmd"
+"""The G1's DDS topics: ``LowState_`` from the robot, ``LowCmd_`` to it."""
+
 NUM_SLOTS = 35
 """Motor slots in hg LowCmd_/LowState_; the G1 drives the first 29, the rest stay disabled."""
 

@@ -1,7 +1,8 @@
 """``asap_deploy``: the control loop on the G1 (or the simulated G1), behind ROS 2.
 
-The :class:`~asap_ros.runtime.control_loop.ControlLoop` runs on its own thread with the unitree DDS
-``rt/lowstate`` subscriber and ``rt/lowcmd`` writer; rclpy never calls into the control path.
+The control loop runs on its own thread with the unitree DDS ``rt/lowstate`` reader and
+``rt/lowcmd`` writer (:class:`~asap_ros.runtime.wiring.DdsControl`, the wiring ``asap-ros sim``
+uses too); rclpy never calls into the control path.
 Off the control path (the loop's sink thread and rclpy timers) the node publishes
 ``joint_states``, ``imu``, ``~/mode`` and ``~/fault`` (latched), ``diagnostics`` (latched),
 ``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.runtime.step_topics`), plus
@@ -57,8 +58,8 @@ class DeployNode:
         from asap_ros.config.controller import load_controller_config
         from asap_ros.config.policy_spec import resolve_policy_files
         from asap_ros.config.robot import load_robot_model
-        from asap_ros.runtime.control_loop import ControlLoop
         from asap_ros.runtime.policies import build_controller, load_policies
+        from asap_ros.runtime.wiring import DdsControl
 
         self.node = node
         self.params = NodeParams(node, DEPLOY_PARAMS, load_defaults(config_file("deploy.yaml"), NODE_NAME, DEPLOY_PARAMS))
@@ -72,24 +73,23 @@ class DeployNode:
         self.controller = build_controller(self.robot, policies, config)
         self.params.set_validator(self._check_params)
 
-        self._lowcmd_writer = self._open_lowcmd_writer(p["dds_domain"], p["network_interface"])
-        self.loop = ControlLoop(
+        self.dds = DdsControl(
             self.controller,
-            self._lowcmd_writer.write,
+            p["dds_domain"],
+            p["network_interface"],
             period_s=1.0 / p["control_rate_hz"],
             state_wait_s=p["state_wait_ms"] / 1e3,
             late_after_s=p["late_after_ms"] / 1e3,
             realtime_priority=p["realtime_priority"],
             cpus=self._control_cpus(p["control_cpu"]),
-            states=self._open_lowstate_reader(),
         )
+        self.loop = self.dds.loop
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._mode_pub = node.create_publisher(String, "~/mode", latched)
         self._fault_pub = node.create_publisher(String, "~/fault", latched)
         self._heartbeat_pub = node.create_publisher(UInt64, "~/heartbeat", qos_profile_sensor_data)
         self._policy_pub = node.create_publisher(Float32MultiArray, "~/policy_step", 10)
-        self._policy_dds = self._open_policy_step_channel()
         self._publish_mode(self.controller.mode.name, "")
         process = node.create_publisher(String, "~/process", latched)  # lets a local supervisor watch for exit
         process.publish(String(data=f"{socket.gethostname()}:{os.getpid()}"))
@@ -106,27 +106,6 @@ class DeployNode:
         self.params.on_change(self._apply_rates)
 
     # --- set-up helpers ------------------------------------------------------------------
-    def _open_lowcmd_writer(self, domain: int, interface: str) -> Any:
-        """The raw rt/lowcmd writer (the rt/lowstate reader is opened in :meth:`start`)."""
-        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
-
-        from asap_ros.runtime.dds import RawWriter, init_channels
-
-        init_channels(domain, interface)
-        return RawWriter("rt/lowcmd", LowCmd_)
-
-    def _open_lowstate_reader(self) -> Any:
-        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
-
-        from asap_ros.runtime.dds import PolledReader
-
-        return PolledReader("rt/lowstate", LowState_)
-
-    def _open_policy_step_channel(self) -> Any:
-        from asap_ros.runtime.step_topics import PolicyStepPublisher
-
-        return PolicyStepPublisher()
-
     def _create_services(self, policies: Mapping[str, Any]) -> None:
         from std_srvs.srv import Trigger
 
@@ -196,7 +175,6 @@ class DeployNode:
             self._publish_mode(t.to_mode.name, t.reason if t.to_mode.name == "DAMPING" else "")
         if policy is not None:
             self._policy_pub.publish(policy_step_msg(policy))
-        self._policy_dds.publish_record(record, self.controller.motion or "")
 
     def _publish_mode(self, mode: str, fault: str) -> None:
         from std_msgs.msg import String
@@ -219,8 +197,7 @@ class DeployNode:
         self.loop.request(EStop(f"{NODE_NAME} shutting down"))
         time.sleep(SHUTDOWN_DAMPING_S)
         self.loop.stop()
-        written = {"rt/lowcmd": self._lowcmd_writer.written, **self._policy_dds.written}
-        self.node.get_logger().info(f"published {json.dumps(written)}")
+        self.node.get_logger().info(f"published {json.dumps(self.dds.written())}")
 
 
 class StatePublisher:

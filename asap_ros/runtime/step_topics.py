@@ -159,23 +159,24 @@ class PolicyStepPublisher:
         )
         self.written[TRANSITION_TOPIC] += 1
 
-    def publish_record(self, record: "StepRecord", motion: str) -> None:
+    def publish_record(self, record: "StepRecord") -> None:
         """Write one control-loop step, preceded by its mode transition when it has one.
 
-        ``motion`` is the controller's active motion ('' for none). :attr:`episode` counts the
-        transitions into TRACKING, so every step of one motion run carries the same number.
+        Both are labelled with the motion the controller stamped on them in that step ('' for
+        none). :attr:`episode` counts the transitions into TRACKING, so every step of one motion
+        run carries the same number.
         """
         out, policy = record.output, record.output.policy
         if out.transition is not None:
             t = out.transition
             self.publish_transition(
-                stamp_ns=t.stamp_ns, from_mode=t.from_mode.name, to_mode=t.to_mode.name, reason=t.reason, motion=motion
+                stamp_ns=t.stamp_ns, from_mode=t.from_mode.name, to_mode=t.to_mode.name, reason=t.reason, motion=t.motion or ""
             )
             self.episode += t.to_mode.name == "TRACKING"
         tracking = policy is not None
         self.publish_step(
             stamp_ns=record.stamp_ns, control_tick=record.control_tick, mode=out.mode.name,
-            motion=motion if tracking else "", episode=self.episode,
+            motion=(out.motion or "") if tracking else "", episode=self.episode,
             motion_tick=policy.tick if tracking else -1, phase=policy.phase if tracking else 0.0,
             lowstate_tick=record.lowstate_tick, lowstate_stamp_ns=record.lowstate_stamp_ns,
             mocap_stamp_ns=record.mocap_stamp_ns, obs=policy.obs if tracking else (),

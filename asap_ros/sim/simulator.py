@@ -34,6 +34,7 @@ from asap_ros.config.paths import config_file
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import AsapError
 from asap_ros.core.state import NUM_MOTORS
+from asap_ros.g1.codec import LOWCMD_TOPIC, LOWSTATE_TOPIC
 from asap_ros.runtime.dds import RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import SimConfig
@@ -55,8 +56,6 @@ from asap_ros.sim.motors import CommandGate, MotorModel, ThermalModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
 
-LOWSTATE_TOPIC = "rt/lowstate"
-LOWCMD_TOPIC = "rt/lowcmd"
 MAX_LAG_S = 0.05
 """Behind the deadline grid by more than this: restart the grid (counted as a resync)."""
 VIEWER_PERIOD_S = 1 / 60

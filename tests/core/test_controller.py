@@ -234,6 +234,25 @@ def test_full_cycle(rig: Rig, robot: RobotModel, config: ControllerConfig) -> No
     assert rig.controller.motion is None
 
 
+def test_steps_and_transitions_carry_the_motion_they_belong_to(rig: Rig) -> None:
+    """The label is stamped on the step itself: the last TRACKING step (after which the
+    controller's own ``motion`` is already ``None``) and the transition out of TRACKING still name
+    the motion, so a publisher reading the step later on another thread labels it right."""
+    rig.bring_to(Mode.TRACKING)
+    out = rig.outputs[-1]
+    while out.mode is Mode.TRACKING:
+        out = rig.step()
+    assert out.policy.done and rig.controller.motion is None
+    tracked = [o for o in rig.outputs if o.policy is not None]
+    assert tracked and all(o.motion == MOTION for o in tracked)
+    assert all(o.motion is None for o in rig.outputs if o.mode in (Mode.PASSIVE, Mode.STAND_UP))
+    labels = [(o.transition.to_mode, o.transition.motion) for o in rig.outputs if o.transition]
+    assert labels == [
+        (Mode.STAND_UP, None), (Mode.HOLD, None), (Mode.PREPARE, MOTION), (Mode.TRACKING, MOTION), (Mode.HOLD, MOTION)
+    ]
+    assert rig.step().motion is None
+
+
 def test_policy_history_is_reset_for_each_run(rig: Rig) -> None:
     """Two runs from the same pose give the same first observations: history starts at zero."""
     rig.bring_to(Mode.TRACKING)
