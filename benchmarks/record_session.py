@@ -151,7 +151,7 @@ def read_bag(bag: Path) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
     """Messages per topic read back with rosbags, the LowState ticks and the policy-step control ticks."""
     from rosbags.rosbag2 import Reader
 
-    from asap_ros.g1.codec import LOWSTATE_WIRE
+    from asap_ros.g1.layout import LOWSTATE_WIRE
     from asap_ros.recording.typestore import recording_typestore
 
     store = recording_typestore()
@@ -179,7 +179,7 @@ def per_message_costs(samples: int = 2000) -> dict[str, float]:
     (what a recorder built on the SDK's ChannelSubscriber, which hands out decoded objects, pays)."""
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
 
-    from asap_ros.g1.codec import LOWSTATE_LAYOUT, LOWSTATE_WIRE
+    from asap_ros.g1.layout import LOWSTATE_LAYOUT, LOWSTATE_WIRE
     from asap_ros.recording.bag_writer import BagWriter
 
     payload = LOWSTATE_WIRE.to_cdr(np.zeros((), dtype=LOWSTATE_LAYOUT))

@@ -26,7 +26,8 @@ from asap_ros.config.policy_spec import load_policy_spec
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.state import NUM_MOTORS, JointCommand
-from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr, lowcmd_crc_ok
+from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
+from asap_ros.g1.sdk import lowcmd_crc_ok
 from asap_ros.runtime.actor import OnnxActor
 
 TARGET_P99_US = 150.0

@@ -6,7 +6,7 @@ machine) and refuses a second, different domain or interface.
 
 :class:`RawWriter`, :class:`RawReader` and :class:`PolledReader` move XCDR1 bytes on a typed
 topic without the Python (de)serialiser, which costs about 0.5 ms per hg ``LowState_``: the
-simulator and the control loop use them with :mod:`asap_ros.g1.codec`'s wire layouts. Peers see
+simulator and the control loop use them with :mod:`asap_ros.g1.layout`'s wire layouts. Peers see
 ordinary samples of the topic's type.
 """
 

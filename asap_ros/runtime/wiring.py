@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from asap_ros.core.controller import Controller
-from asap_ros.g1.codec import LOWCMD_TOPIC, LOWSTATE_TOPIC
+from asap_ros.g1.layout import LOWCMD_TOPIC, LOWSTATE_TOPIC
 from asap_ros.runtime.control_loop import ControlLoop
 
 

@@ -34,7 +34,7 @@ from asap_ros.config.paths import config_file
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import AsapError
 from asap_ros.core.state import NUM_MOTORS
-from asap_ros.g1.codec import LOWCMD_TOPIC, LOWSTATE_TOPIC
+from asap_ros.g1.layout import LOWCMD_TOPIC, LOWSTATE_TOPIC
 from asap_ros.runtime.dds import RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import SimConfig

@@ -68,7 +68,7 @@ class LowCmdObserver:
         from cyclonedds.topic import Topic
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-        from asap_ros.g1.codec import LOWCMD_WIRE
+        from asap_ros.g1.layout import LOWCMD_WIRE
         from asap_ros.runtime.dds import participant
 
         mask = SampleState.Any | ViewState.Any | InstanceState.Any

@@ -77,7 +77,8 @@ class SessionPublisher:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-        from asap_ros.g1.codec import LOWCMD_LAYOUT, LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE, record_crc
+        from asap_ros.g1.crc import record_crc
+        from asap_ros.g1.layout import LOWCMD_LAYOUT, LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE
         from asap_ros.runtime.dds import RawWriter
         from asap_ros.runtime.step_topics import PolicyStepPublisher
 

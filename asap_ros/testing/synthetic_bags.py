@@ -21,7 +21,7 @@ import numpy as np
 
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.export.cdr_columns import encode_columns
-from asap_ros.g1 import codec as g1
+from asap_ros.g1.layout import LOWCMD_LAYOUT, LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE, NUM_SLOTS
 from asap_ros.recording import topics
 from asap_ros.recording.bag_writer import BagWriter
 from asap_ros.recording.topics import DDS_TOPICS, RECORDER_TOPICS, RecordedTopic
@@ -156,8 +156,8 @@ class _SessionWriter:
             bag_topics.append(RecordedTopic(topics.MOCAP_POSE, MOCAP_TYPE))
         self.writer = BagWriter(path, bag_topics, compression=plan.compression, fsync=False)
         self.segments = _segments(plan)
-        self._lowstate_proto = g1.LOWSTATE_WIRE.to_cdr(np.zeros((), dtype=g1.LOWSTATE_LAYOUT))
-        self._lowcmd_proto = g1.LOWCMD_WIRE.to_cdr(np.zeros((), dtype=g1.LOWCMD_LAYOUT))
+        self._lowstate_proto = LOWSTATE_WIRE.to_cdr(np.zeros((), dtype=LOWSTATE_LAYOUT))
+        self._lowcmd_proto = LOWCMD_WIRE.to_cdr(np.zeros((), dtype=LOWCMD_LAYOUT))
         self._mocap_proto = self._serialize(MOCAP_TYPE, self.store.types[MOCAP_TYPE](
             header=self.store.types["std_msgs/msg/Header"](
                 stamp=self.store.types["builtin_interfaces/msg/Time"](sec=0, nanosec=0), frame_id="world"
@@ -180,7 +180,7 @@ class _SessionWriter:
     def lowstate(self, index: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
         stamps = self.plan.start_ns + index * LOWSTATE_PERIOD_NS
         t = (stamps - self.plan.start_ns) / 1e9
-        pad = np.zeros((len(index), g1.NUM_SLOTS - NUM_MOTORS))
+        pad = np.zeros((len(index), NUM_SLOTS - NUM_MOTORS))
         raws = encode_columns(self.store, "unitree_hg/msg/LowState", self._lowstate_proto, {
             "tick": index * (LOWSTATE_PERIOD_NS // MS),
             "motor_state.q": np.hstack([self.motion.q(t), pad]),
@@ -198,7 +198,7 @@ class _SessionWriter:
         step_stamp = state_log + STATE_ARRIVAL_NS + STEP_COMPUTE_NS
         segment = self._segment_at(state_log)
         actions, targets, ticks, phases = self._actor(state_log, segment)
-        pad = np.zeros((len(index), g1.NUM_SLOTS - NUM_MOTORS))
+        pad = np.zeros((len(index), NUM_SLOTS - NUM_MOTORS))
         lowcmds = encode_columns(self.store, "unitree_hg/msg/LowCmd", self._lowcmd_proto, {
             "motor_cmd.q": np.hstack([targets, pad]),
             "motor_cmd.kp": np.tile(np.r_[np.full(NUM_MOTORS, 100.0), pad[0]], (len(index), 1)),

@@ -30,7 +30,10 @@ from unitree_sdk2py.utils.crc import CRC
 
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
-from asap_ros.g1 import codec as g1
+from asap_ros.g1.codec import LowCmdEncoder, state_from_record
+from asap_ros.g1.crc import record_crc
+from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_WIRE
+from asap_ros.g1.sdk import SdkLowCmdEncoder, decode_lowstate, lowcmd_record, lowstate_crc_ok
 from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.control import CONTROL_QOS, SimControlClient
@@ -85,7 +88,7 @@ class LowStateLog:
         self._reader = RawReader("rt/lowstate", LowState_, lambda payload, stamp: self.samples.append((payload, stamp)))
 
     def states(self) -> list[RobotState]:
-        return [g1.state_from_record(g1.LOWSTATE_WIRE.from_cdr(p), s) for p, s in self.samples]
+        return [state_from_record(LOWSTATE_WIRE.from_cdr(p), s) for p, s in self.samples]
 
     def close(self) -> None:
         self._reader.close()
@@ -156,19 +159,19 @@ def test_lowstate_arrives_at_configured_rate_with_valid_crc(dds_domain, lowcmd_p
         stats = sim.stats()
     ground_truth.close()
     rate = len(samples) / elapsed
-    records = [g1.LOWSTATE_WIRE.from_cdr(p) for p, _ in samples]
+    records = [LOWSTATE_WIRE.from_cdr(p) for p, _ in samples]
     ticks = np.array([int(r["tick"]) for r in records])
     print(f"\n  rt/lowstate: {rate:.0f} Hz measured over {elapsed:.2f} s (configured 500 Hz); "
           f"sim real-time factor {stats['real_time_factor']:.3f}, step cost p50 {stats['step_cost_us']['p50']:.0f} us "
           f"p99 {stats['step_cost_us']['p99']:.0f} us")
-    assert all(int(r["crc"]) == g1.record_crc(r) for r in records)
+    assert all(int(r["crc"]) == record_crc(r) for r in records)
     assert all(int(r["mode_machine"]) == MODE_MACHINE for r in records)
     assert np.median(np.diff(ticks)) == 2  # one LowState per 2 ms of simulated time
     assert (np.diff(ticks) % 2 == 0).all() and (np.diff(ticks) > 0).all()
     assert rate > 125  # loose (a quarter): the machine is shared; the figure is printed above
     # the SDK's own subscriber and CRC accept the raw-written samples
-    assert all(g1.lowstate_crc_ok(msg) for msg in sdk_samples)
-    state = g1.decode_lowstate(sdk_samples[-1], time.time_ns())
+    assert all(lowstate_crc_ok(msg) for msg in sdk_samples)
+    state = decode_lowstate(sdk_samples[-1], time.time_ns())
     assert state.crc_ok and np.linalg.norm(state.quat_wxyz) == pytest.approx(1.0, abs=1e-5)
     # one ground-truth sample per LowState, same tick, exact (nominal: noise-free) pose
     by_tick = {gt.tick: gt for gt in ground_truth.samples}
@@ -191,7 +194,7 @@ def test_polled_reader_takes_each_next_lowstate_and_keeps_the_newest_when_none_c
                 asked = time.time_ns()
                 payload, stamp_ns = reader.next_arrival(0.5)
                 assert stamp_ns >= asked  # arrived after the call
-                ticks.append(int(g1.LOWSTATE_WIRE.from_cdr(payload)["tick"]))
+                ticks.append(int(LOWSTATE_WIRE.from_cdr(payload)["tick"]))
             published = sim.lowstates_published
         assert all(later > earlier for earlier, later in zip(ticks, ticks[1:])), ticks
         assert published >= 20
@@ -211,7 +214,7 @@ def test_raw_reader_gets_this_process_own_writes_unless_told_to_ignore_them(dds_
     foreign_only = RawReader("rt/raw_reader_test", LowCmd_, lambda payload, _stamp: ignored.append(payload),
                              ignore_local=True)
     writer = RawWriter("rt/raw_reader_test", LowCmd_)
-    encoder = g1.LowCmdEncoder()
+    encoder = LowCmdEncoder()
     command = JointCommand(kp=np.ones(NUM_MOTORS))
     sent = [encoder.encode_cdr(command, mode_machine) for mode_machine in range(50)]
     try:
@@ -232,11 +235,11 @@ def test_a_raw_reader_handler_that_raises_is_counted_and_the_reader_goes_on(dds_
 
     def handler(payload: bytes, _stamp: int) -> None:
         received.append(payload)
-        g1.LOWCMD_WIRE.from_cdr(payload)  # ValueError on a malformed sample
+        LOWCMD_WIRE.from_cdr(payload)  # ValueError on a malformed sample
 
     reader = RawReader("rt/raw_reader_errors", LowCmd_, handler)
     writer = RawWriter("rt/raw_reader_errors", LowCmd_)
-    good = g1.LowCmdEncoder().encode_cdr(JointCommand(), 5)
+    good = LowCmdEncoder().encode_cdr(JointCommand(), 5)
     try:
         for payload in (good, good + bytes(8), good):  # the middle one has 8 bytes too many
             writer.write(payload)
@@ -249,7 +252,7 @@ def test_a_raw_reader_handler_that_raises_is_counted_and_the_reader_goes_on(dds_
 
 
 def test_lowcmd_from_encoder_moves_a_joint_to_its_target(dds_domain, lowcmd_pub, robot):
-    encoder = g1.LowCmdEncoder()
+    encoder = SdkLowCmdEncoder()
     target = command(robot, m18=1.0)
     with running_sim(dds_domain, command_timeout_s=0.5) as sim:  # tolerate stalls of this busy process
         log = LowStateLog()
@@ -265,11 +268,11 @@ def test_lowcmd_from_encoder_moves_a_joint_to_its_target(dds_domain, lowcmd_pub,
 
 def test_bad_crc_malformed_and_wrong_mode_machine_are_counted_never_applied(dds_domain, lowcmd_pub, robot):
     sdk_crc = CRC()
-    encoder = g1.LowCmdEncoder()
+    encoder = SdkLowCmdEncoder()
     hold = command(robot)
 
     def bad_crc() -> None:  # a valid elbow command, then tampered: CRC no longer matches
-        msg = g1.LowCmdEncoder().encode(command(robot, m18=1.5), MODE_MACHINE)
+        msg = SdkLowCmdEncoder().encode(command(robot, m18=1.5), MODE_MACHINE)
         msg.motor_cmd[LEFT_ELBOW].kp = 200.0
         lowcmd_pub.Write(msg)
 
@@ -283,10 +286,10 @@ def test_bad_crc_malformed_and_wrong_mode_machine_are_counted_never_applied(dds_
         lowcmd_pub.Write(msg)
 
     def wrong_mode_machine() -> None:
-        lowcmd_pub.Write(g1.LowCmdEncoder().encode(command(robot, m18=1.5), MODE_MACHINE + 1))
+        lowcmd_pub.Write(SdkLowCmdEncoder().encode(command(robot, m18=1.5), MODE_MACHINE + 1))
 
     # Cyclone refuses to send short samples; one with trailing bytes gets through
-    too_long = g1.LOWCMD_WIRE.to_cdr(g1.lowcmd_record(encoder.encode(command(robot, m18=1.5), MODE_MACHINE))) + bytes(8)
+    too_long = LOWCMD_WIRE.to_cdr(lowcmd_record(encoder.encode(command(robot, m18=1.5), MODE_MACHINE))) + bytes(8)
     raw_writer = RawWriter("rt/lowcmd", LowCmd_)
 
     with running_sim(dds_domain, command_timeout_s=0.5) as sim:  # tolerate stalls of this busy process
@@ -332,7 +335,7 @@ SENDER = textwrap.dedent(
     robot = load_robot_model()
     publisher = ChannelPublisher("rt/lowcmd", LowCmd_)
     publisher.Init()
-    encoder = g1.LowCmdEncoder()
+    encoder = LowCmdEncoder()
     cmd = JointCommand(q=np.array(robot.default_q), kp=np.array(robot.kp), kd=np.array(robot.kd))
     print("sending", flush=True)
     while True:
@@ -370,12 +373,12 @@ def test_motors_go_limp_when_the_sender_is_killed(dds_domain, lowcmd_pub):
     assert sim.gate.limp_events == 1
     assert limp_after_s >= timeout
     assert not after.tau_est.any()  # zero torque
-    record = g1.LOWSTATE_WIRE.from_cdr(log.samples[-1][0])
+    record = LOWSTATE_WIRE.from_cdr(log.samples[-1][0])
     assert not record["motor_state"]["mode"][:NUM_MOTORS].any()  # motors report off
 
 
 def test_weak_knees_produce_less_knee_torque_than_nominal_for_the_same_command(dds_domain, lowcmd_pub, robot):
-    encoder = g1.LowCmdEncoder()
+    encoder = LowCmdEncoder()
     bend = command(robot, m3=1.2, m9=1.2)
     peaks = {}
     for profile in ("nominal", "weak_knees"):

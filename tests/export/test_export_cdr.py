@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asap_ros.export.cdr_columns import decode_columns, encode_columns, fields_of
-from asap_ros.g1 import codec as g1
+from asap_ros.g1.layout import LOWSTATE_LAYOUT, LOWSTATE_WIRE, NUM_SLOTS
 from asap_ros.recording.typestore import recording_typestore
 
 
@@ -16,14 +16,14 @@ def store():
 
 
 def lowstates(count: int, rng: np.random.Generator) -> list[bytes]:
-    records = np.zeros(count, dtype=g1.LOWSTATE_LAYOUT)
+    records = np.zeros(count, dtype=LOWSTATE_LAYOUT)
     records["tick"] = np.arange(count) * 2
     records["mode_machine"] = 5
-    records["motor_state"]["q"] = rng.normal(size=(count, g1.NUM_SLOTS))
-    records["motor_state"]["tau_est"] = rng.normal(size=(count, g1.NUM_SLOTS))
-    records["motor_state"]["temperature"] = rng.integers(20, 90, size=(count, g1.NUM_SLOTS, 2))
+    records["motor_state"]["q"] = rng.normal(size=(count, NUM_SLOTS))
+    records["motor_state"]["tau_est"] = rng.normal(size=(count, NUM_SLOTS))
+    records["motor_state"]["temperature"] = rng.integers(20, 90, size=(count, NUM_SLOTS, 2))
     records["imu_state"]["quaternion"] = rng.normal(size=(count, 4))
-    return [g1.LOWSTATE_WIRE.to_cdr(r) for r in records]
+    return [LOWSTATE_WIRE.to_cdr(r) for r in records]
 
 
 def test_lowstate_columns_equal_rosbags_deserialisation(store):
@@ -38,7 +38,7 @@ def test_lowstate_columns_equal_rosbags_deserialisation(store):
         np.testing.assert_array_equal(cols["motor_state.tau_est"][i], [m.tau_est for m in msg.motor_state])
         np.testing.assert_array_equal(cols["motor_state.temperature"][i], [m.temperature for m in msg.motor_state])
         np.testing.assert_array_equal(cols["imu_state.quaternion"][i], msg.imu_state.quaternion)
-    assert cols["motor_state.temperature"].shape == (50, g1.NUM_SLOTS, 2)
+    assert cols["motor_state.temperature"].shape == (50, NUM_SLOTS, 2)
 
 
 def policy_step(store, mode: str, obs_dim: int, tick: int):

@@ -11,7 +11,10 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 from unitree_sdk2py.utils.crc import CRC
 
 from asap_ros.core.state import NUM_MOTORS, JointCommand
-from asap_ros.g1 import codec as g1
+from asap_ros.g1.codec import damping_command, decode_lowstate_cdr
+from asap_ros.g1.crc import hg_crc32, record_crc
+from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_WIRE, MOTOR_ENABLED, MOTOR_OFF
+from asap_ros.g1.sdk import SdkLowCmdEncoder, decode_lowstate, lowcmd_crc_ok, lowstate_crc_ok, lowstate_record
 
 SDK_CRC = CRC()
 
@@ -62,22 +65,22 @@ def test_crc_matches_sdk_native_and_python_implementations():
         words = data[:-1].tolist()  # the SDK's CRC covers all words but the crc word itself
         expected = SDK_CRC._crc_ctypes(words)
         assert expected == SDK_CRC._crc_py(words)
-        assert g1.hg_crc32(data.view(np.uint8)) == expected
-        assert g1.hg_crc32(data.tobytes()) == expected
+        assert hg_crc32(data.view(np.uint8)) == expected
+        assert hg_crc32(data.tobytes()) == expected
 
 
 def test_encoder_fills_sdk_lowcmd_with_sdk_valid_crc():
     rng = np.random.default_rng(2)
-    encoder = g1.LowCmdEncoder()
+    encoder = SdkLowCmdEncoder()
     for mode_machine in (5, 6):
         cmd = random_command(rng)
         msg = encoder.encode(cmd, mode_machine)
         assert isinstance(msg, LowCmd_)
         assert msg.crc == SDK_CRC.Crc(msg)
-        assert g1.lowcmd_crc_ok(msg)
+        assert lowcmd_crc_ok(msg)
         assert (msg.mode_pr, msg.mode_machine) == (0, mode_machine)
         for i, motor in enumerate(msg.motor_cmd[:NUM_MOTORS]):
-            assert motor.mode == (g1.MOTOR_ENABLED if cmd.enabled[i] else g1.MOTOR_OFF)
+            assert motor.mode == (MOTOR_ENABLED if cmd.enabled[i] else MOTOR_OFF)
             assert (motor.q, motor.kp, motor.kd) == (f32(cmd.q[i]), f32(cmd.kp[i]), f32(cmd.kd[i]))
             assert (motor.dq, motor.tau) == (f32(cmd.dq[i]), f32(cmd.tau[i]))
         for motor in msg.motor_cmd[NUM_MOTORS:]:
@@ -86,7 +89,7 @@ def test_encoder_fills_sdk_lowcmd_with_sdk_valid_crc():
 
 
 def test_encoder_refuses_non_finite_values_and_bad_mode_machine():
-    encoder = g1.LowCmdEncoder()
+    encoder = SdkLowCmdEncoder()
     cmd = JointCommand()
     cmd.q[3] = np.nan
     with pytest.raises(ValueError, match=r"JointCommand.q\[3\] is not a finite float32"):
@@ -100,16 +103,16 @@ def test_encoder_refuses_non_finite_values_and_bad_mode_machine():
 
 
 def test_tampered_lowcmd_fails_crc_check():
-    msg = g1.LowCmdEncoder().encode(JointCommand(), 5)
+    msg = SdkLowCmdEncoder().encode(JointCommand(), 5)
     msg.motor_cmd[3].q = 0.5
-    assert not g1.lowcmd_crc_ok(msg)
+    assert not lowcmd_crc_ok(msg)
 
 
 def test_decode_lowstate_reads_every_field_and_checks_crc():
     rng = np.random.default_rng(3)
     msg = random_lowstate(rng)
-    state = g1.decode_lowstate(msg, stamp_ns=123)
-    assert state.crc_ok and g1.lowstate_crc_ok(msg)
+    state = decode_lowstate(msg, stamp_ns=123)
+    assert state.crc_ok and lowstate_crc_ok(msg)
     assert (state.stamp_ns, state.tick, state.mode_machine) == (123, msg.tick, msg.mode_machine)
     motors = msg.motor_state[:NUM_MOTORS]
     np.testing.assert_array_equal(state.q, [m.q for m in motors])
@@ -121,31 +124,31 @@ def test_decode_lowstate_reads_every_field_and_checks_crc():
     np.testing.assert_array_equal(state.acc, msg.imu_state.accelerometer)
     assert state.wireless_remote == bytes(msg.wireless_remote)
     msg.motor_state[28].q += 1.0
-    assert not g1.decode_lowstate(msg, 0).crc_ok
-    assert not g1.lowstate_crc_ok(msg)
+    assert not decode_lowstate(msg, 0).crc_ok
+    assert not lowstate_crc_ok(msg)
 
 
 def test_wire_layouts_match_cyclone_serialiser_both_ways():
     rng = np.random.default_rng(4)
     state_msg = random_lowstate(rng)
     cdr = state_msg.serialize()
-    record = g1.lowstate_record(state_msg)
-    assert g1.LOWSTATE_WIRE.to_cdr(record) == cdr
-    assert g1.LOWSTATE_WIRE.from_cdr(cdr).tobytes() == record.tobytes()
-    decoded = LowState_.deserialize(g1.LOWSTATE_WIRE.to_cdr(record))
-    assert g1.lowstate_record(decoded).tobytes() == record.tobytes()
+    record = lowstate_record(state_msg)
+    assert LOWSTATE_WIRE.to_cdr(record) == cdr
+    assert LOWSTATE_WIRE.from_cdr(cdr).tobytes() == record.tobytes()
+    decoded = LowState_.deserialize(LOWSTATE_WIRE.to_cdr(record))
+    assert lowstate_record(decoded).tobytes() == record.tobytes()
 
-    cmd_msg = g1.LowCmdEncoder().encode(random_command(rng), 6)
+    cmd_msg = SdkLowCmdEncoder().encode(random_command(rng), 6)
     cdr = cmd_msg.serialize()
-    record = g1.LOWCMD_WIRE.from_cdr(cdr)
-    assert g1.LOWCMD_WIRE.to_cdr(record) == cdr
-    assert int(record["crc"]) == g1.record_crc(record) == cmd_msg.crc
+    record = LOWCMD_WIRE.from_cdr(cdr)
+    assert LOWCMD_WIRE.to_cdr(record) == cdr
+    assert int(record["crc"]) == record_crc(record) == cmd_msg.crc
 
 
 def test_decode_lowstate_cdr_equals_decoding_the_sdk_object():
     msg = random_lowstate(np.random.default_rng(6))
-    from_cdr = g1.decode_lowstate_cdr(msg.serialize(), 42)
-    from_sdk = g1.decode_lowstate(msg, 42)
+    from_cdr = decode_lowstate_cdr(msg.serialize(), 42)
+    from_sdk = decode_lowstate(msg, 42)
     assert from_cdr.crc_ok and from_cdr.tick == from_sdk.tick and from_cdr.stamp_ns == 42
     for name in ("q", "dq", "tau_est", "temperature", "quat_wxyz", "gyro", "acc"):
         np.testing.assert_array_equal(getattr(from_cdr, name), getattr(from_sdk, name))
@@ -154,32 +157,32 @@ def test_decode_lowstate_cdr_equals_decoding_the_sdk_object():
 def test_wire_layout_rejects_wrong_size_and_encoding():
     cdr = unitree_hg_msg_dds__LowCmd_().serialize()
     with pytest.raises(ValueError, match="bytes, expected 1004"):
-        g1.LOWCMD_WIRE.from_cdr(cdr[:-4])
+        LOWCMD_WIRE.from_cdr(cdr[:-4])
     with pytest.raises(ValueError, match="encapsulation"):
-        g1.LOWCMD_WIRE.from_cdr(b"\x00\x00\x00\x00" + cdr[4:])  # big-endian CDR
+        LOWCMD_WIRE.from_cdr(b"\x00\x00\x00\x00" + cdr[4:])  # big-endian CDR
 
 
 def test_damping_command():
     kd = np.linspace(0.1, 2.9, NUM_MOTORS)
-    cmd = g1.damping_command(kd)
+    cmd = damping_command(kd)
     np.testing.assert_array_equal(cmd.kd, kd)
     for name in ("kp", "dq", "tau"):
         assert not getattr(cmd, name).any()
     assert cmd.enabled.all()
     with pytest.raises(ValueError, match="shape"):
-        g1.damping_command(np.ones(23))
+        damping_command(np.ones(23))
 
 
 def test_benchmark_encode_and_decode(capsys):
     """Prints encode (+CRC) and decode (+CRC) cost; the control step budget is p99 < 150 us."""
     rng = np.random.default_rng(5)
-    encoder, cmd, msg = g1.LowCmdEncoder(), random_command(rng), random_lowstate(rng)
+    encoder, cmd, msg = SdkLowCmdEncoder(), random_command(rng), random_lowstate(rng)
     cdr = msg.serialize()
     figures = {}
     for name, call in (
         ("encode LowCmd", lambda: encoder.encode(cmd, 5)),
-        ("decode LowState", lambda: g1.decode_lowstate(msg, 0)),
-        ("decode raw LowState", lambda: g1.decode_lowstate_cdr(cdr, 0)),
+        ("decode LowState", lambda: decode_lowstate(msg, 0)),
+        ("decode raw LowState", lambda: decode_lowstate_cdr(cdr, 0)),
         ("SDK CRC(LowCmd)", lambda: SDK_CRC.Crc(encoder.msg)),
     ):
         samples = []

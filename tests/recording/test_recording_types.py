@@ -16,7 +16,7 @@ from mcap.records import Schema
 from mcap_ros2.decoder import DecoderFactory
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import IMUState_, LowCmd_, LowState_, MotorCmd_, MotorState_
 
-from asap_ros.g1.codec import LOWCMD_LAYOUT, LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE
+from asap_ros.g1.layout import LOWCMD_LAYOUT, LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE
 from asap_ros.recording.dds_source import ros_cdr
 from asap_ros.recording.typestore import recording_typestore, schema_of
 from asap_ros.runtime.step_topics import ModeTransition_, PolicyStep_

@@ -15,7 +15,7 @@ from rosbags.rosbag2 import Reader
 
 from asap_ros.config.paths import policies_dir
 from asap_ros.core.errors import AsapError, ConfigError
-from asap_ros.g1.codec import LOWSTATE_LAYOUT, LOWSTATE_WIRE
+from asap_ros.g1.layout import LOWSTATE_LAYOUT, LOWSTATE_WIRE
 from asap_ros.recording import topics as T
 from asap_ros.recording.bag_writer import BagWriter, SplitPolicy
 from asap_ros.recording.config import RecorderConfig, load_recorder_config

@@ -24,7 +24,8 @@ from asap_ros.config.robot import load_robot_model
 from asap_ros.core.controller import Mode
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.core.state_machine import EStop, Stand
-from asap_ros.g1.codec import LOWCMD_WIRE, lowcmd_crc_ok
+from asap_ros.g1.layout import LOWCMD_WIRE
+from asap_ros.g1.sdk import lowcmd_crc_ok
 from asap_ros.runtime.control_loop import ControlLoop, StepRecord, existing_cpu
 from asap_ros.runtime.policies import build_controller, load_policy_runner
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading

@@ -11,7 +11,9 @@ import pytest
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.state import NUM_MOTORS, JointCommand
-from asap_ros.g1 import codec as g1
+from asap_ros.g1.codec import LowCmdEncoder
+from asap_ros.g1.crc import record_crc
+from asap_ros.g1.layout import LOWSTATE_WIRE
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.motors import CommandGate, MotorCommand, MotorModel
@@ -114,7 +116,7 @@ def test_weak_knees_deliver_less_knee_torque_for_the_same_command(assets, joints
 
 
 def test_command_drops_follow_probability_and_seed(joints):
-    payload = g1.LOWCMD_WIRE.to_cdr(g1.lowcmd_record(g1.LowCmdEncoder().encode(JointCommand(), 5)))
+    payload = LowCmdEncoder().encode_cdr(JointCommand(), 5)
 
     def dropped(seed: int) -> list[int]:
         gate = CommandGate(0.0, 0.1)
@@ -139,14 +141,14 @@ def test_sensor_noise_reaches_lowstate_only_as_configured():
         quat_wxyz=np.array([1.0, 0, 0, 0]), gyro=np.zeros(3), acc=np.array([0, 0, 9.81]), imu_temperature_c=25.0,
     )
     exact = LowStateEncoder(5, SensorNoise(), np.random.default_rng(0))
-    record = g1.LOWSTATE_WIRE.from_cdr(exact.encode(7, reading))
+    record = LOWSTATE_WIRE.from_cdr(exact.encode(7, reading))
     np.testing.assert_array_equal(record["motor_state"]["q"][:NUM_MOTORS], reading.q.astype(np.float32))
     assert (record["motor_state"]["temperature"][:NUM_MOTORS] == 32).all()
     noisy = LowStateEncoder(5, SensorNoise(q=0.01, dq=0.0, gyro=0.1, quat=0.02), np.random.default_rng(0))
     errors_q, gyros, angles = [], [], []
     for tick in range(400):
-        record = g1.LOWSTATE_WIRE.from_cdr(noisy.encode(tick, reading))
-        assert int(record["crc"]) == g1.record_crc(record)
+        record = LOWSTATE_WIRE.from_cdr(noisy.encode(tick, reading))
+        assert int(record["crc"]) == record_crc(record)
         errors_q.append(record["motor_state"]["q"][:NUM_MOTORS] - reading.q)
         gyros.append(record["imu_state"]["gyroscope"])
         angles.append(2 * np.arccos(np.clip(record["imu_state"]["quaternion"][0], -1, 1)))
