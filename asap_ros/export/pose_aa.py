@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.tracking.kinematics import NUM_DRIVEN, KeypointModel, quat_to_rotvec
+from asap_ros.core.quaternion import quat_to_rotvec
+from asap_ros.tracking.kinematics import NUM_DRIVEN, KeypointModel
 
 EXTRA_ROWS = 3
 """Zero rows after the joints (ASAP's extended hand/head points carry no rotation)."""

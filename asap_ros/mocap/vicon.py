@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from asap_ros.core.errors import AsapError, ConfigError
-from asap_ros.tracking.kinematics import xyzw_to_wxyz
+from asap_ros.core.quaternion import xyzw_to_wxyz
 
 MM = 1e-3
 

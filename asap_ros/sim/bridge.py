@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asap_ros.core.quaternion import rpy_from_quat
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.g1.crc import record_crc
 from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE, MOTOR_ENABLED, MOTOR_OFF
 from asap_ros.sim.motors import CommandGate, MotorCommand
 from asap_ros.sim.profile import SensorNoise
-from asap_ros.sim.rotations import perturb_quat, rpy_from_quat
+from asap_ros.sim.rotations import perturb_quat
 
 
 @dataclass

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asap_ros.core.quaternion import quat_conjugate, quat_multiply, quat_rotate
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.export.cdr_columns import encode_columns
 from asap_ros.g1.layout import LOWCMD_LAYOUT, LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE, NUM_SLOTS
@@ -26,7 +27,7 @@ from asap_ros.recording import topics
 from asap_ros.recording.bag_writer import BagWriter
 from asap_ros.recording.topics import DDS_TOPICS, RECORDER_TOPICS, RecordedTopic
 from asap_ros.recording.typestore import recording_typestore
-from asap_ros.tracking.kinematics import DRIVEN_MOTORS, quat_conjugate, quat_multiply, quat_rotate
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS
 
 MS = 1_000_000
 LOWSTATE_PERIOD_NS = 2 * MS

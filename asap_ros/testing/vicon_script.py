@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from asap_ros.core.quaternion import quat_conjugate, quat_from_yaw, quat_multiply, quat_rotate
 from asap_ros.mocap.vicon import ViconSource
 from asap_ros.testing import vicon_standin
-from asap_ros.tracking.kinematics import quat_conjugate, quat_from_yaw, quat_multiply, quat_rotate
 
 RATE_HZ = 100.0
 LINEAR_MM_S = np.array([500.0, -200.0, 100.0])

@@ -24,6 +24,7 @@ import numpy as np
 
 from asap_ros.config.assets import asset_path
 from asap_ros.core.errors import AssetError
+from asap_ros.core.quaternion import quat_from_yaw, quat_multiply, quat_slerp, xyzw_to_wxyz, yaw_of
 
 if TYPE_CHECKING:
     from asap_ros.config.clip import MotionClip
@@ -63,80 +64,6 @@ EXTENDED_KEYPOINTS: tuple[ExtendedKeypoint, ...] = (
 KEYPOINT_NAMES: tuple[str, ...] = RIGID_BODIES + tuple(p.name for p in EXTENDED_KEYPOINTS)
 ROOT_INDEX = 0
 """Index of the pelvis among the keypoints (subtracted for E_mpjpe)."""
-
-
-# -- quaternions (w, x, y, z), vectorised over leading axes ------------------------------
-
-
-def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product ``a ⊗ b``."""
-    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
-    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
-    return np.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        axis=-1,
-    )
-
-
-def quat_conjugate(q: np.ndarray) -> np.ndarray:
-    return np.asarray(q, dtype=np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors ``v`` (..., 3) by unit quaternions ``q`` (..., 4)."""
-    q = np.asarray(q, dtype=np.float64)
-    w, u = q[..., :1], q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
-
-
-def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
-    """Rotation vector (axis·angle, angle in [0, π]) of unit quaternions."""
-    q = np.asarray(q, dtype=np.float64)
-    q = np.where(q[..., :1] < 0.0, -q, q)
-    sin_half = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    angle = 2.0 * np.arctan2(sin_half, q[..., :1])
-    scale = np.where(sin_half > 1e-12, angle / np.maximum(sin_half, 1e-12), 2.0)
-    return q[..., 1:] * scale
-
-
-def quat_from_yaw(yaw: np.ndarray | float) -> np.ndarray:
-    half = 0.5 * np.asarray(yaw, dtype=np.float64)
-    zero = np.zeros_like(half)
-    return np.stack([np.cos(half), zero, zero, np.sin(half)], axis=-1)
-
-
-def yaw_of(q: np.ndarray) -> np.ndarray:
-    """Heading: angle of the body x axis projected on the world xy plane."""
-    x_axis = quat_rotate(q, np.array([1.0, 0.0, 0.0]))
-    return np.arctan2(x_axis[..., 1], x_axis[..., 0])
-
-
-def quat_slerp(a: np.ndarray, b: np.ndarray, fraction: np.ndarray) -> np.ndarray:
-    """Shortest-path spherical interpolation, ``fraction`` (...,) in [0, 1]."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    t = np.asarray(fraction, dtype=np.float64)[..., None]
-    dot = np.sum(a * b, axis=-1, keepdims=True)
-    b = np.where(dot < 0.0, -b, b)
-    dot = np.abs(dot)
-    theta = np.arccos(np.clip(dot, -1.0, 1.0))
-    sin_theta = np.sin(theta)
-    near = sin_theta < 1e-9
-    safe = np.where(near, 1.0, sin_theta)
-    wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / safe)
-    wb = np.where(near, t, np.sin(t * theta) / safe)
-    out = wa * a + wb * b
-    return out / np.linalg.norm(out, axis=-1, keepdims=True)
-
-
-def xyzw_to_wxyz(q: np.ndarray) -> np.ndarray:
-    return np.asarray(q, dtype=np.float64)[..., [3, 0, 1, 2]]
 
 
 # -- forward kinematics -----------------------------------------------------------------

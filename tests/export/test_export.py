@@ -18,6 +18,7 @@ from asap_ros.cli import main
 from asap_ros.config.clip import load_clip, load_pickle_restricted
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.quaternion import xyzw_to_wxyz
 from asap_ros.export.align import align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.delta import DELTA_INPUT_DIM, DELTA_INPUT_TERMS
@@ -26,7 +27,7 @@ from asap_ros.export.npz_log import ASAP_LOGGER_KEYS
 from asap_ros.export.pose_aa import driven_joint_axes, pose_aa
 from asap_ros.export.progress import Progress
 from asap_ros.testing.synthetic_bags import STATE_ARRIVAL_NS, SyntheticMotion, SyntheticPlan, write_synthetic_session
-from asap_ros.tracking.kinematics import DRIVEN_MOTORS, xyzw_to_wxyz
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS
 
 MOTION = "CR7_level1"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from asap_ros.core.quaternion import quat_from_yaw
 from asap_ros.export.resample import bracket, continuous_hemisphere, interpolate, local_fit, slerp
-from asap_ros.tracking.kinematics import quat_from_yaw
 
 MS = 1_000_000
 

@@ -7,20 +7,15 @@ import pytest
 
 from asap_ros.config.clip import MotionClip, load_clip
 from asap_ros.core.errors import AssetError
+from asap_ros.core.quaternion import quat_from_yaw, quat_multiply, quat_rotate, quat_slerp, quat_to_rotvec, yaw_of
 from asap_ros.tracking.kinematics import (
     DRIVEN_MOTORS,
     KEYPOINT_NAMES,
     KeypointModel,
     align_start,
     control_step_times,
-    quat_from_yaw,
-    quat_multiply,
-    quat_rotate,
-    quat_slerp,
-    quat_to_rotvec,
     reference_at_steps,
     sample_clip,
-    yaw_of,
 )
 
 KICK = "motions/0-motions_raw_tairantestbed_smpl_video_kick_level1_filter_amass.pkl"

@@ -8,9 +8,10 @@ import pytest
 from asap_ros.config.clip import load_clip
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.policy import PolicyOutput
+from asap_ros.core.quaternion import quat_from_yaw, quat_multiply
 from asap_ros.core.state_machine import Mode
 from asap_ros.tracking.evaluation import FALL_HEIGHT_M, BodyPose, RunTrace, evaluate_tracking
-from asap_ros.tracking.kinematics import DRIVEN_MOTORS, quat_from_yaw, quat_multiply, sample_clip
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS, sample_clip
 
 KICK = "motions/0-motions_raw_tairantestbed_smpl_video_kick_level1_filter_amass.pkl"
 DT = 0.02
