@@ -24,9 +24,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from asap_ros.config.node_params import DEPLOY_PARAMS, load_defaults
 from asap_ros.config.paths import config_file
 from asap_ros.core.errors import AsapError, ConfigError, RejectedRequest
-from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
+from asap_ros.ros.parameters import NodeParams
 
 NODE_NAME = "asap_deploy"
 MOCAP_TOPIC = "mocap/pose"

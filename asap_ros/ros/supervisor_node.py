@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any
 
+from asap_ros.config.node_params import SUPERVISOR_PARAMS, load_defaults
 from asap_ros.config.paths import config_file
 from asap_ros.core.errors import AsapError
 from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
@@ -39,7 +40,7 @@ from asap_ros.core.state import NUM_MOTORS
 from asap_ros.g1.codec import LowCmdEncoder, damping_command
 from asap_ros.g1.crc import record_crc
 from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_WIRE
-from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
+from asap_ros.ros.parameters import NodeParams
 
 NODE_NAME = "asap_supervisor"
 WATCHING = "WATCHING"

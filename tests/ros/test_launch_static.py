@@ -107,9 +107,9 @@ def test_included_launch_arguments_are_declared_by_the_included_file():
 
 def node_params() -> dict[str, dict]:
     """Each console script's ROS parameters, by name (the nodes' own ParamSpec lists)."""
+    from asap_ros.config.node_params import DEPLOY_PARAMS, SUPERVISOR_PARAMS
     from asap_ros.recording.config import RECORDER_PARAMS
     from asap_ros.ros.mocap_node import MOCAP_PARAMS
-    from asap_ros.ros.params import DEPLOY_PARAMS, SUPERVISOR_PARAMS
 
     specs = {"asap_deploy": DEPLOY_PARAMS, "asap_supervisor": SUPERVISOR_PARAMS,
              "asap_recorder": RECORDER_PARAMS, "asap_mocap": MOCAP_PARAMS}
@@ -142,7 +142,7 @@ def bindings(tree: ast.AST) -> dict[str, ast.expr]:
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
 def test_every_node_parameter_exists_and_its_launch_default_is_valid(path):
-    from asap_ros.ros.params import check_value
+    from asap_ros.config.node_params import check_value
 
     tree = ast.parse(path.read_text())
     bound = bindings(tree)

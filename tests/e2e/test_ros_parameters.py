@@ -6,9 +6,10 @@ import pytest
 import rclpy
 from rclpy.parameter import Parameter
 
+from asap_ros.config.node_params import DEPLOY_PARAMS, SUPERVISOR_PARAMS, ParamSpec, check_value, load_defaults
 from asap_ros.config.paths import config_file
 from asap_ros.core.errors import ConfigError
-from asap_ros.ros.params import DEPLOY_PARAMS, SUPERVISOR_PARAMS, NodeParams, ParamSpec, check_value, load_defaults
+from asap_ros.ros.parameters import NodeParams
 
 RATE = ParamSpec("rate_hz", "float", "a rate", low=1.0, high=100.0, runtime=True)
 SPECS = (
