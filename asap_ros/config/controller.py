@@ -17,21 +17,36 @@ from asap_ros.core.state import NUM_MOTORS
 
 DEFAULT_FILE = "controller.yaml"
 
+Bounds = tuple[float | None, float | None]
+"""``(low, high)`` of a number; ``None``: unbounded on that side."""
+
+SAFETY_BOUNDS: dict[str, Bounds] = {
+    "max_state_age_ms": (1.0, 1000.0),
+    "position_margin_rad": (0.0, None),
+    "velocity_limit_factor": (0.1, None),
+    "max_tilt_deg": (1.0, 180.0),
+    "max_temperature_c": (20.0, 150.0),
+    "max_start_temperature_c": (20.0, 150.0),
+    "max_consecutive_late_steps": (1, None),
+    "max_consecutive_bad_crc": (1, None),
+}
+"""Allowed range of each ``safety`` threshold, wherever it is set: this file, an ``asap_deploy``
+override parameter (:mod:`asap_ros.config.node_params`)."""
+
+STAND_UP_DURATION_S: Bounds = (0.5, 60.0)
+"""Allowed range of ``stand_up.duration_s`` (and of its overrides: the deploy parameter, ``--stand-up-s``)."""
+
 
 def read_safety_config(section: ConfigReader) -> SafetyConfig:
     """Validate the ``safety`` section of the controller config."""
     fields = SafetyConfig.__dataclass_fields__
     section.reject_unknown(fields)
-    config = SafetyConfig(
-        max_state_age_ms=section.float("max_state_age_ms", low=1.0),
-        position_margin_rad=section.float("position_margin_rad", low=0.0),
-        velocity_limit_factor=section.float("velocity_limit_factor", low=0.1),
-        max_tilt_deg=section.float("max_tilt_deg", low=1.0, high=180.0),
-        max_temperature_c=section.float("max_temperature_c", low=0.0),
-        max_start_temperature_c=section.float("max_start_temperature_c", low=0.0),
-        max_consecutive_late_steps=section.int("max_consecutive_late_steps", low=1),
-        max_consecutive_bad_crc=section.int("max_consecutive_bad_crc", low=1),
-    )
+    values = {}
+    for name, field in fields.items():
+        low, high = SAFETY_BOUNDS[name]
+        read = section.int if field.type == "int" else section.float  # annotations are strings here
+        values[name] = read(name, low=low, high=high)
+    config = SafetyConfig(**values)
     if config.max_start_temperature_c > config.max_temperature_c:
         raise section.error(
             "max_start_temperature_c",
@@ -64,7 +79,7 @@ def load_controller_config(path: str | Path | None = None) -> ControllerConfig:
     passive = _section(cfg, "passive", {"kd"})
     damping = _section(cfg, "damping", {"kd"})
     return ControllerConfig(
-        stand_up_duration_s=stand_up.float("duration_s", low=0.5),
+        stand_up_duration_s=stand_up.float("duration_s", low=STAND_UP_DURATION_S[0], high=STAND_UP_DURATION_S[1]),
         stand_up_kp_start_fraction=stand_up.float("kp_start_fraction", low=0.0, high=1.0),
         return_blend_s=hold.float("return_blend_s", low=0.1),
         passive_kd=_per_motor(passive, "kd"),

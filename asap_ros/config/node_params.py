@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asap_ros.config.reader import load_yaml
+from asap_ros.config.controller import SAFETY_BOUNDS, STAND_UP_DURATION_S
+from asap_ros.config.reader import load_yaml, number_problem, range_text
 from asap_ros.core.errors import ConfigError
 
 KINDS = ("bool", "int", "float", "str", "str_list")
@@ -43,12 +44,8 @@ class ParamSpec:
 
     def constraint_text(self) -> str:
         """The allowed range as text, e.g. ``10 <= value <= 1000``."""
-        if self.low is None and self.high is None:
-            return ""
-        parts = [f"{self.low:g} <=" if self.low is not None else "", "value",
-                 f"<= {self.high:g}" if self.high is not None else ""]
-        text = " ".join(p for p in parts if p)
-        return f"0 (keep the config file's value) or {text}" if self.zero_keeps else text
+        text = range_text(self.low, self.high)
+        return f"0 (keep the config file's value) or {text}" if self.zero_keeps and text else text
 
 
 NETWORK_PARAMS: tuple[ParamSpec, ...] = (
@@ -71,13 +68,14 @@ DEPLOY_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("switch_interval_ms", "float", "Python thread switch interval (sys.setswitchinterval)", low=0.05, high=10.0),
     ParamSpec("state_publish_rate_hz", "float", "joint_states / imu publish rate", low=0.1, high=500.0, runtime=True),
     ParamSpec("diagnostics_rate_hz", "float", "diagnostics publish rate", low=0.1, high=50.0, runtime=True),
-    ParamSpec("stand_up_duration_s", "float", "stand-up interpolation time", low=0.5, high=60.0, zero_keeps=True),
-    ParamSpec("max_state_age_ms", "float", "fault: LowState older than this", low=1.0, high=1000.0, zero_keeps=True),
-    ParamSpec("max_tilt_deg", "float", "fault: torso tilt above this", low=1.0, high=180.0, zero_keeps=True),
-    ParamSpec("max_temperature_c", "float", "fault: motor hotter than this", low=20.0, high=150.0, zero_keeps=True),
-    ParamSpec("max_start_temperature_c", "float", "Start refused above this", low=20.0, high=150.0, zero_keeps=True),
+    ParamSpec("stand_up_duration_s", "float", "stand-up interpolation time", *STAND_UP_DURATION_S, zero_keeps=True),
+    ParamSpec("max_state_age_ms", "float", "fault: LowState older than this", *SAFETY_BOUNDS["max_state_age_ms"], zero_keeps=True),
+    ParamSpec("max_tilt_deg", "float", "fault: torso tilt above this", *SAFETY_BOUNDS["max_tilt_deg"], zero_keeps=True),
+    ParamSpec("max_temperature_c", "float", "fault: motor hotter than this", *SAFETY_BOUNDS["max_temperature_c"], zero_keeps=True),
+    ParamSpec("max_start_temperature_c", "float", "Start refused above this", *SAFETY_BOUNDS["max_start_temperature_c"], zero_keeps=True),
 )
-"""Parameters of ``asap_deploy``; ``zero_keeps`` ones override ``controller_config`` values."""
+"""Parameters of ``asap_deploy``; ``zero_keeps`` ones override ``controller_config`` values, within
+the bounds the controller config itself is held to (:mod:`asap_ros.config.controller`)."""
 
 SUPERVISOR_PARAMS: tuple[ParamSpec, ...] = (
     *NETWORK_PARAMS,
@@ -103,17 +101,14 @@ def check_value(spec: ParamSpec, value: Any, source: str) -> Any:
             raise refuse("must be true or false")
         return value
     if spec.kind in ("int", "float"):
-        is_number = isinstance(value, int) or (spec.kind == "float" and isinstance(value, float))
-        if isinstance(value, bool) or not is_number:
-            raise refuse("must be an integer" if spec.kind == "int" else "must be a number")
-        number = float(value) if spec.kind == "float" else int(value)
-        if number != number or number in (float("inf"), float("-inf")):
-            raise refuse("must be finite")
-        if spec.zero_keeps and number == 0:
-            return number
-        if (spec.low is not None and number < spec.low) or (spec.high is not None and number > spec.high):
-            raise refuse(f"out of range: allowed {spec.constraint_text()}")
-        return number
+        integer = spec.kind == "int"
+        problem = number_problem(value, integer)  # the type, then the range (which 0 may skip)
+        if problem is None and not (spec.zero_keeps and value == 0):
+            if number_problem(value, integer, spec.low, spec.high):
+                problem = f"out of range: allowed {spec.constraint_text()}"
+        if problem:
+            raise refuse(problem)
+        return int(value) if integer else float(value)
     if spec.kind == "str":
         if not isinstance(value, str) or (not value and not spec.empty_ok):
             raise refuse("must be a non-empty string")

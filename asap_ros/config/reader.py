@@ -9,11 +9,13 @@ Usage::
     cfg.reject_unknown({"rate_hz", "gains"})   # typos are errors, not silently ignored
 
 Every problem raises :class:`~asap_ros.core.errors.ConfigError` with the file, the dotted key,
-what is wrong and the offending value.
+what is wrong and the offending value. :func:`number_problem` is the one number check, shared
+with the node parameters (:mod:`asap_ros.config.node_params`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,24 @@ import yaml
 from asap_ros.core.errors import ConfigError
 
 _REQUIRED = object()
+
+
+def range_text(low: float | None, high: float | None) -> str:
+    """An allowed range as text, e.g. ``10 <= value <= 1000`` (``""``: unbounded)."""
+    parts = [f"{low:g} <=" if low is not None else "", "value" if low is not None or high is not None else "",
+             f"<= {high:g}" if high is not None else ""]
+    return " ".join(p for p in parts if p)
+
+
+def number_problem(value: Any, integer: bool = False, low: float | None = None, high: float | None = None) -> str | None:
+    """What is wrong with ``value`` as a number (an integer if ``integer``) in [low, high]; ``None``: nothing."""
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        return "must be an integer" if integer else "must be a number"
+    if not math.isfinite(value):
+        return "must be finite"
+    if (low is not None and value < low) or (high is not None and value > high):
+        return f"out of range: allowed {range_text(low, high)}"
+    return None
 
 
 def load_yaml(path: str | Path) -> Any:
@@ -102,18 +122,18 @@ class ConfigReader:
 
     def int(self, name: str, default: Any = _REQUIRED, low: int | None = None, high: int | None = None) -> int:
         value = self.raw(name, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(name, "must be an integer", value)
-        self._check_range(name, value, low, high)
-        return value
+        problem = number_problem(value, integer=True, low=low, high=high)
+        if problem:
+            raise self.error(name, problem, value)
+        return int(value)
 
     def float(
         self, name: str, default: Any = _REQUIRED, low: float | None = None, high: float | None = None
     ) -> float:
         value = self.raw(name, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-            raise self.error(name, "must be a finite number", value)
-        self._check_range(name, value, low, high)
+        problem = number_problem(value, low=low, high=high)
+        if problem:
+            raise self.error(name, problem, value)
         return float(value)
 
     # -- sequences and mappings ----------------------------------------------------------
@@ -137,7 +157,9 @@ class ConfigReader:
         if not np.all(np.isfinite(array)):
             raise self.error(name, "entries must be finite", value)
         for i, item in enumerate(value):
-            self._check_range(f"{name}[{i}]", item, low, high)
+            problem = number_problem(item, low=low, high=high)
+            if problem:
+                raise self.error(f"{name}[{i}]", problem, item)
         return array
 
     def strs(self, name: str, default: Any = _REQUIRED, length: int | None = None) -> tuple[str, ...]:
@@ -200,9 +222,3 @@ class ConfigReader:
         if must_exist and not path.exists():
             raise self.error(name, f"file not found under {base}", str(path))
         return path
-
-    def _check_range(self, name: str, value: Any, low: Any, high: Any) -> None:
-        if low is not None and value < low:
-            raise self.error(name, f"must be >= {low}", value)
-        if high is not None and value > high:
-            raise self.error(name, f"must be <= {high}", value)

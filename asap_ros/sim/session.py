@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Union
 
 from asap_ros.config.clip import MotionClip, load_clip
-from asap_ros.config.controller import load_controller_config
+from asap_ros.config.controller import STAND_UP_DURATION_S, load_controller_config
 from asap_ros.config.policy_spec import load_policy_spec, sha256_of
+from asap_ros.config.reader import number_problem
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.controller import Controller
 from asap_ros.core.errors import ConfigError
@@ -45,7 +46,6 @@ from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
 COMPLETED = "completed"
 STAGE_MARGIN_S = 10.0
 """Slack added to the expected duration of a stage before it counts as stuck."""
-MIN_STAND_UP_S = 0.5
 
 
 class Stage(enum.Enum):
@@ -242,8 +242,9 @@ def prepare_run(
     policy = PolicyRunner(spec, robot, OnnxActor(spec.actor_path, spec))
     config = load_controller_config(_existing(controller_config, "--controller-config") if controller_config else None)
     if stand_up_s is not None:
-        if not stand_up_s >= MIN_STAND_UP_S:
-            raise ConfigError(None, "--stand-up-s", f"must be >= {MIN_STAND_UP_S:g} s", stand_up_s)
+        problem = number_problem(stand_up_s, False, *STAND_UP_DURATION_S)
+        if problem:
+            raise ConfigError(None, "--stand-up-s", f"{problem} s", stand_up_s)
         config = dataclasses.replace(config, stand_up_duration_s=stand_up_s)
     controller = build_controller(robot, {spec.name: policy}, config)
     plan = SessionPlan(

@@ -91,11 +91,11 @@ def test_bad_robot_files_are_refused(tmp_path):
         load_robot_model(path)
 
     path = _write_variant(tmp_path, lambda d: d["joints"][3].update(kp=-5))
-    with pytest.raises(ConfigError, match=r"joints\[3\]\.kp: must be >= 0.0 \(got -5\)"):
+    with pytest.raises(ConfigError, match=r"joints\[3\]\.kp: out of range: allowed 0 <= value \(got -5\)"):
         load_robot_model(path)
 
     path = _write_variant(tmp_path, lambda d: d["joints"][4].update(default_q=2.0))
-    with pytest.raises(ConfigError, match=r"joints\[4\]\.default_q: must be <= 0.5236 \(got 2.0\)"):
+    with pytest.raises(ConfigError, match=r"joints\[4\]\.default_q: out of range: allowed .* <= value <= 0.5236 \(got 2.0\)"):
         load_robot_model(path)
 
     path = _write_variant(tmp_path, lambda d: d["groups"]["legs"].append("tail_joint"))
@@ -125,13 +125,13 @@ def test_typed_readers(tmp_path):
     path.write_text("a: 1\nb: [1, 2, x]\nc: {d: yes}\ne: .nan\nf: [j1, j1]\n")
     cfg = load_config(path)
     assert cfg.int("a", low=0) == 1
-    with pytest.raises(ConfigError, match=r"c\.yaml: a: must be <= 0"):
+    with pytest.raises(ConfigError, match=r"c\.yaml: a: out of range: allowed value <= 0"):
         cfg.int("a", high=0)
     with pytest.raises(ConfigError, match=r"b: must be a list of numbers \(got \[1, 2, 'x'\]\)"):
         cfg.floats("b")
-    with pytest.raises(ConfigError, match=r"c\.d: must be a finite number \(got True\)"):
+    with pytest.raises(ConfigError, match=r"c\.d: must be a number \(got True\)"):
         cfg.section("c").float("d")
-    with pytest.raises(ConfigError, match=r"e: must be a finite number"):
+    with pytest.raises(ConfigError, match=r"e: must be finite"):
         cfg.float("e")
     with pytest.raises(ConfigError, match=r"f: duplicate entries \(got \['j1'\]\)"):
         cfg.strs("f")

@@ -146,8 +146,8 @@ def _edited(section: str, key: str, value) -> dict:
     ("data", "match"),
     [
         (_edited("damping", "kd", [8.0] * 28), r"damping.kd: must have 29 entries, has 28"),
-        (_edited("passive", "kd", -1.0), r"passive.kd: must be >= 0.0 \(got -1.0\)"),
-        (_edited("stand_up", "kp_start_fraction", 1.5), r"stand_up.kp_start_fraction: must be <= 1.0 \(got 1.5\)"),
+        (_edited("passive", "kd", -1.0), r"passive.kd: out of range: allowed 0 <= value \(got -1.0\)"),
+        (_edited("stand_up", "kp_start_fraction", 1.5), r"stand_up.kp_start_fraction: out of range: allowed 0 <= value <= 1 \(got 1.5\)"),
         (_edited("hold", "return_blend", 2.0), r"hold.return_blend: unknown key"),
         (_edited("prepare", None, {"blend_s": 1.5}), r"prepare: unknown key"),
         ({k: v for k, v in _edited("hold", None, None).items() if k != "hold"}, r"hold: required key missing"),
