@@ -1,8 +1,8 @@
-"""The supervisor's takeover decision (pure timing logic)."""
+"""The supervisor's takeover decision (runtime.watchdog: pure timing logic)."""
 
 from __future__ import annotations
 
-from asap_ros.ros.supervisor_node import Watchdog
+from asap_ros.runtime.watchdog import Watchdog
 
 MS = 1_000_000
 T0 = 1_700_000_000 * 1_000_000_000  # a system-clock stamp
