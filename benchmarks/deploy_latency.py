@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.runtime.dds import process_domain  # noqa: E402
-from asap_ros.testing.ros_system import System, node_process  # noqa: E402
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import System, node_process
 
 
 class PolicyStepReader:

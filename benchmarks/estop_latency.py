@@ -17,23 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from asap_ros.runtime.dds import process_domain  # noqa: E402
-from asap_ros.testing.ros_system import System, distribution_ms  # noqa: E402
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import System, distribution_ms, track_or_recover
 
 PERIOD_MS = 20.0
-
-
-def track_or_recover(system: System, faults: list[str], trials: int) -> bool:
-    """Start tracking; after a safety fault on the way, reset, stand and report False."""
-    try:
-        system.track()
-        return True
-    except AssertionError:
-        faults.append(system.ros.latched.get("/asap_deploy/fault", "?").split(" speed")[0])
-        if len(faults) > trials:
-            raise SystemExit(f"too many faults: {faults[-3:]}") from None
-        system.reset_and_stand()
-        return False
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from asap_ros.recording import topics as T
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import System, node_process  # noqa: E402
+from asap_ros.testing.ros_system import System, node_process
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BAG_NAME = "bench"

@@ -15,17 +15,12 @@ import argparse
 import os
 import random
 import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from estop_latency import track_or_recover  # noqa: E402
-
-from asap_ros.runtime.dds import process_domain  # noqa: E402
-from asap_ros.testing.ros_system import System, distribution_ms  # noqa: E402
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import System, distribution_ms, track_or_recover
 
 TARGET_MS = 50.0
 

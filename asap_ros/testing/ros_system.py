@@ -323,3 +323,16 @@ def distribution_ms(values_ns: list[int]) -> str:
     ms = np.asarray(values_ns, dtype=np.float64) / 1e6
     p50, p90, pmax = np.percentile(ms, [50, 90, 100])
     return f"n={len(ms)} p50={p50:.2f} ms p90={p90:.2f} ms max={pmax:.2f} ms"
+
+
+def track_or_recover(system: System, faults: list[str], trials: int) -> bool:
+    """Start tracking; after a safety fault on the way, reset, stand and report False."""
+    try:
+        system.track()
+        return True
+    except AssertionError:
+        faults.append(system.ros.latched.get("/asap_deploy/fault", "?").split(" speed")[0])
+        if len(faults) > trials:
+            raise SystemExit(f"too many faults: {faults[-3:]}") from None
+        system.reset_and_stand()
+        return False
