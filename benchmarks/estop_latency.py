@@ -43,7 +43,7 @@ def main() -> None:
             time.sleep(random.uniform(0.0, 0.5))
             writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
             sent, (ok, message) = system.ros.trigger_at("/asap_deploy/estop")
-            first = system.lowcmd.wait_for(lambda s: s.damping and s.writer == writer, sent, 5.0)
+            first = system.lowcmd.wait_for(lambda s, writer=writer: s.damping and s.writer == writer, sent, 5.0)
             if not ok or first is None:
                 raise SystemExit(f"trial {trial}: e-stop failed: {message}")
             latencies.append(first.stamp_ns - sent)

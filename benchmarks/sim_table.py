@@ -77,7 +77,7 @@ def main() -> int:
         print(line, flush=True)
     print()
     print("\n".join(lines))
-    print(f"\nLS: lock-step rollout, RT: real time over DDS; errors in mm (E_vel mm/frame, E_acc mm/frame^2).")
+    print("\nLS: lock-step rollout, RT: real time over DDS; errors in mm (E_vel mm/frame, E_acc mm/frame^2).")
     print(f"{sum(results)} of {len(results)} rows pass (no fall, RT E_mpjpe within {TOLERANCE:.0%} of LS). Runs: {out}")
     return 0 if all(results) else 1
 

@@ -52,7 +52,7 @@ def main() -> None:
             writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
             stopped_at = time.time_ns()
             os.kill(system.deploy.pid, getattr(signal, f"SIG{args.signal}"))
-            takeover = system.lowcmd.wait_for(lambda s: s.writer != writer and s.damping, stopped_at, 5.0)
+            takeover = system.lowcmd.wait_for(lambda s, writer=writer: s.writer != writer and s.damping, stopped_at, 5.0)
             if takeover is None:
                 raise SystemExit(f"trial {trial}: no supervisor damping")
             latencies.append(takeover.stamp_ns - stopped_at)

@@ -293,8 +293,10 @@ class Controller:
         if problem is not None:
             return self._fault(problem, now_ns)
         self._healthy_state = state
+        assert state is not None  # a missing state is a fault (problem) above
         if mode is Mode.TRACKING:
             return self._track(state, now_ns)
+        assert self._blend is not None  # STAND_UP, HOLD and PREPARE each start a blend
         command = self._blend.command(now_ns)
         if mode is Mode.STAND_UP and self._blend.elapsed_ns(now_ns) >= self._blend.duration_ns:
             self._event(Event.STOOD_UP, now_ns, command)
@@ -307,17 +309,19 @@ class Controller:
 
     def _stand(self, state: RobotState, now_ns: int, reference: JointCommand) -> StepOutput:
         """The standing actor drives the legs; the other joints follow ``reference`` (a blend)."""
+        stand = self.hold_policy
+        assert stand is not None  # called only with a hold policy
         try:
-            out = self.hold_policy.step(state, reference.q)
+            out = stand.step(state, reference.q)
         except Exception as exc:  # a failing actor must end in DAMPING, not a dead control loop
-            return self._fault(f"hold policy {self.hold_policy.spec.name} step failed: {exc!r}", now_ns)
+            return self._fault(f"hold policy {stand.spec.name} step failed: {exc!r}", now_ns)
         problem = check_action(out.raw_action, out.q_target)
         if problem is not None:
-            return self._fault(f"hold policy {self.hold_policy.spec.name}: {problem}", now_ns, hold_output=out)
+            return self._fault(f"hold policy {stand.spec.name}: {problem}", now_ns, hold_output=out)
         return self._output(_command(out.q_target, reference.kp, reference.kd), hold_output=out)
 
     def _track(self, state: RobotState, now_ns: int) -> StepOutput:
-        motion = self._machine.motion
+        motion = self._running_motion()
         policy = self.policies[motion]
         try:
             out = policy.step(state)
@@ -338,7 +342,8 @@ class Controller:
         self, reason: str, now_ns: int, policy_output: PolicyOutput | None = None, hold_output: PolicyOutput | None = None
     ) -> StepOutput:
         transition = self._machine.fault(reason, now_ns)
-        self._enter(transition, now_ns, self._damping)
+        if transition is not None:  # None: DAMPING already (never the case here: step returns first)
+            self._enter(transition, now_ns, self._damping)
         return self._output(self._damping, policy_output, hold_output)
 
     def _enter(self, transition: Transition, now_ns: int, current: JointCommand) -> None:
@@ -347,30 +352,37 @@ class Controller:
         robot, cfg, mode = self.robot, self.config, transition.to_mode
         self._blend = None
         if mode is Mode.STAND_UP:
+            assert self._healthy_state is not None  # Stand is refused without one
             start = _command(self._healthy_state.q.copy(), self._stand_kp0, robot.kd)
             self._blend = Blend.between(start, robot.default_q, robot.kp, robot.kd, now_ns, cfg.stand_up_duration_s)
         elif mode is Mode.HOLD and self.hold_policy is not None:
             stand = self.hold_policy
-            start = current.q.copy()
-            start[stand.spec.snap_indices] = stand.start_pose[stand.spec.snap_indices]
-            start = _command(start, current.kp, current.kd)
+            q0 = current.q.copy()
+            q0[stand.spec.snap_indices] = stand.start_pose[stand.spec.snap_indices]
+            start = _command(q0, current.kp, current.kd)
             self._blend = Blend.between(start, stand.start_pose, stand.kp, stand.kd, now_ns, cfg.return_blend_s)
             if transition.from_mode is not Mode.PREPARE:  # after a Stop in PREPARE it keeps running
                 stand.reset()
         elif mode is Mode.HOLD:
             self._blend = Blend.between(current, robot.default_q, robot.kp, robot.kd, now_ns, cfg.return_blend_s)
         elif mode is Mode.PREPARE:
-            policy = self.policies[self._machine.motion]
+            policy = self.policies[self._running_motion()]
             blend_s, hold_s = policy.spec.prepare_blend_s, policy.spec.prepare_hold_s
             self._blend = Blend.between(current, policy.start_pose, policy.kp, policy.kd, now_ns, blend_s)
             self._prepare_end_ns = int((blend_s + hold_s) * 1e9)
         elif mode is Mode.TRACKING:
-            self.policies[self._machine.motion].reset()
+            self.policies[self._running_motion()].reset()
         elif mode is Mode.PASSIVE:
             self._monitor.reset()
             self._healthy_state = None
             self._last_valid_state = None
             self.last_check = None
+
+    def _running_motion(self) -> str:
+        """The motion of PREPARE / TRACKING (the state machine sets it on Start)."""
+        motion = self._machine.motion
+        assert motion is not None
+        return motion
 
     def _output(
         self, command: JointCommand, policy_output: PolicyOutput | None = None, hold_output: PolicyOutput | None = None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
-from asap_ros.core.policy_spec import PolicySpec
+from asap_ros.core.policy_spec import PolicySpec, StandingCommands
 from asap_ros.core.state import RobotState
 
 
@@ -55,6 +55,12 @@ class TermDef:
     needs: str | None = None
 
 
+def _commands(inputs: StepInputs) -> StandingCommands:
+    commands = inputs.spec.commands
+    assert commands is not None  # the builder refuses command terms in a spec without ``commands``
+    return commands
+
+
 def _actions(inputs: StepInputs, out: np.ndarray) -> None:
     out[:] = inputs.last_action
 
@@ -64,27 +70,27 @@ def _base_ang_vel(inputs: StepInputs, out: np.ndarray) -> None:
 
 
 def _command_lin_vel(inputs: StepInputs, out: np.ndarray) -> None:
-    out[:] = inputs.spec.commands.lin_vel
+    out[:] = _commands(inputs).lin_vel
 
 
 def _command_ang_vel(inputs: StepInputs, out: np.ndarray) -> None:
-    out[0] = inputs.spec.commands.ang_vel
+    out[0] = _commands(inputs).ang_vel
 
 
 def _command_stand(inputs: StepInputs, out: np.ndarray) -> None:
-    out[0] = inputs.spec.commands.stand
+    out[0] = _commands(inputs).stand
 
 
 def _command_base_height(inputs: StepInputs, out: np.ndarray) -> None:
-    out[0] = inputs.spec.commands.base_height
+    out[0] = _commands(inputs).base_height
 
 
 def _sin_phase(inputs: StepInputs, out: np.ndarray) -> None:
-    out[0] = math.sin(2.0 * math.pi * inputs.spec.commands.gait_phase)
+    out[0] = math.sin(2.0 * math.pi * _commands(inputs).gait_phase)
 
 
 def _cos_phase(inputs: StepInputs, out: np.ndarray) -> None:
-    out[0] = math.cos(2.0 * math.pi * inputs.spec.commands.gait_phase)
+    out[0] = math.cos(2.0 * math.pi * _commands(inputs).gait_phase)
 
 
 def _dof_pos(inputs: StepInputs, out: np.ndarray) -> None:
@@ -208,9 +214,11 @@ class ObservationBuilder:
     def _gather_index(self, spec: PolicySpec, next_row: int) -> np.ndarray:
         """Flat indices into the history ring giving the block's order (per term, per step) while
         ``next_row`` holds the oldest step."""
-        history = spec.history
+        history, ring = spec.history, self._history
+        assert history is not None and ring is not None  # called only for a spec with a history
         ages = range(history.length) if history.newest_first else range(history.length - 1, -1, -1)
-        width, column, index = self._history.shape[1], 0, []
+        width, column = ring.shape[1], 0
+        index: list[int] = []
         for name in history.terms:
             dim = spec.term(name).dim
             for age in ages:  # age 0: the previous step

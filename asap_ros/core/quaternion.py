@@ -24,7 +24,8 @@ def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def quat_conjugate(q: np.ndarray) -> np.ndarray:
-    return np.asarray(q, dtype=np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
+    result: np.ndarray = np.asarray(q, dtype=np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
+    return result
 
 
 def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -54,7 +55,8 @@ def quat_from_yaw(yaw: np.ndarray | float) -> np.ndarray:
 def yaw_of(q: np.ndarray) -> np.ndarray:
     """Heading: angle of the body x axis projected on the world xy plane."""
     x_axis = quat_rotate(q, np.array([1.0, 0.0, 0.0]))
-    return np.arctan2(x_axis[..., 1], x_axis[..., 0])
+    result: np.ndarray = np.arctan2(x_axis[..., 1], x_axis[..., 0])
+    return result
 
 
 def quat_slerp(a: np.ndarray, b: np.ndarray, fraction: np.ndarray) -> np.ndarray:
@@ -72,7 +74,8 @@ def quat_slerp(a: np.ndarray, b: np.ndarray, fraction: np.ndarray) -> np.ndarray
     wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / safe)
     wb = np.where(near, t, np.sin(t * theta) / safe)
     out = wa * a + wb * b
-    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+    result: np.ndarray = out / np.linalg.norm(out, axis=-1, keepdims=True)
+    return result
 
 
 def xyzw_to_wxyz(q: np.ndarray) -> np.ndarray:
@@ -101,4 +104,5 @@ def body_rates(quat_wxyz: np.ndarray, fps: float) -> np.ndarray:
     """Body-frame angular velocity (rad/s) between consecutive orientations [N, 4] sampled at
     ``fps`` (small-angle, shortest path); [N - 1, 3]."""
     relative = quat_multiply(quat_conjugate(quat_wxyz[:-1]), quat_wxyz[1:])
-    return 2.0 * np.sign(relative[:, :1]) * relative[:, 1:] * fps
+    result: np.ndarray = 2.0 * np.sign(relative[:, :1]) * relative[:, 1:] * fps
+    return result

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
 
 from asap_ros.core.errors import RejectedRequest
 
@@ -69,7 +68,7 @@ class Reset:
     """Leave DAMPING towards PASSIVE."""
 
 
-Request = Union[Stand, Start, Stop, EStop, Reset]
+Request = Stand | Start | Stop | EStop | Reset
 REQUEST_TYPES: tuple[type, ...] = (Stand, Start, Stop, EStop, Reset)
 
 

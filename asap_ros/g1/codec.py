@@ -21,6 +21,7 @@ from asap_ros.g1.layout import (
     LOWSTATE_WIRE,
     MOTOR_CMD_LAYOUT,
     MOTOR_STATE_LAYOUT,
+    field_of,
     field_offset,
     record_bytes,
 )
@@ -37,21 +38,21 @@ class _LowStateReader:
     """
 
     def __init__(self) -> None:
-        motors = LOWSTATE_LAYOUT.fields["motor_state"][1] + MOTOR_STATE_LAYOUT.itemsize * np.arange(NUM_MOTORS)
+        motors = field_offset(LOWSTATE_LAYOUT, "motor_state") + MOTOR_STATE_LAYOUT.itemsize * np.arange(NUM_MOTORS)
 
         def imu(name: str, count: int) -> np.ndarray:
             return field_offset(LOWSTATE_LAYOUT, f"imu_state.{name}") + 4 * np.arange(count)
 
         floats = [  # RobotState fields in the order of __call__
-            motors + MOTOR_STATE_LAYOUT.fields["q"][1],
-            motors + MOTOR_STATE_LAYOUT.fields["dq"][1],
-            motors + MOTOR_STATE_LAYOUT.fields["tau_est"][1],
+            motors + field_offset(MOTOR_STATE_LAYOUT, "q"),
+            motors + field_offset(MOTOR_STATE_LAYOUT, "dq"),
+            motors + field_offset(MOTOR_STATE_LAYOUT, "tau_est"),
             imu("quaternion", 4),
             imu("gyroscope", 3),
             imu("accelerometer", 3),
         ]
         self._float_words = np.concatenate(floats) // 4
-        temperature = motors + MOTOR_STATE_LAYOUT.fields["temperature"][1]
+        temperature = motors + field_offset(MOTOR_STATE_LAYOUT, "temperature")
         self._temperature_halves = np.stack([temperature, temperature + 2]) // 2  # [2, 29] int16 indices
         bounds = np.cumsum([0, *map(len, floats), NUM_MOTORS]).tolist()
         self._parts = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
@@ -61,7 +62,7 @@ class _LowStateReader:
         self._mode_machine_at = field_offset(LOWSTATE_LAYOUT, "mode_machine")
         self._crc_at = field_offset(LOWSTATE_LAYOUT, "crc")
         remote = field_offset(LOWSTATE_LAYOUT, "wireless_remote")
-        self._remote = slice(remote, remote + LOWSTATE_LAYOUT.fields["wireless_remote"][0].itemsize)
+        self._remote = slice(remote, remote + field_of(LOWSTATE_LAYOUT, "wireless_remote")[0].itemsize)
 
     def __call__(self, c: bytes | bytearray, stamp_ns: int) -> RobotState:
         values = np.empty(self._size)
@@ -125,7 +126,7 @@ class LowCmdEncoder:
         self._c = bytearray(LOWCMD_LAYOUT.itemsize)  # mode_pr and slots 29-34 stay 0
         self._record = np.frombuffer(self._c, dtype=LOWCMD_LAYOUT).reshape(())
         record = np.frombuffer(self._c, dtype=np.uint8)
-        start, slot = LOWCMD_LAYOUT.fields["motor_cmd"][1], MOTOR_CMD_LAYOUT.itemsize
+        start, slot = field_offset(LOWCMD_LAYOUT, "motor_cmd"), MOTOR_CMD_LAYOUT.itemsize
         driven = record[start : start + NUM_MOTORS * slot]
         # views of the driven slots: mode bytes, and float32 words [mode+pad, q, dq, tau, kp, kd, reserve]
         self._modes = driven[::slot]

@@ -76,12 +76,21 @@ LOWSTATE_LAYOUT = np.dtype(
 )
 
 
+def field_of(layout: np.dtype, name: str) -> tuple[np.dtype, int]:
+    """``(dtype, byte offset)`` of one field of a structured layout."""
+    fields = layout.fields
+    if fields is None or name not in fields:
+        raise KeyError(f"{layout} has no field {name!r}")
+    dtype, offset = fields[name][:2]
+    return dtype, offset
+
+
 def field_offset(layout: np.dtype, path: str) -> int:
     """Byte offset of a nested field (``"imu_state.gyroscope"``) in a structured layout."""
     offset = 0
     for name in path.split("."):
-        layout, field_offset = layout.fields[name][:2]
-        offset += field_offset
+        layout, at = field_of(layout, name)
+        offset += at
     return offset
 
 
@@ -101,14 +110,14 @@ class WireLayout:
 
     def __init__(self, layout: np.dtype, slots_field: str, preceding_end: int):
         self.layout = layout
-        self._slots = layout.fields[slots_field][1]
+        self._slots = field_offset(layout, slots_field)
         self._preceding_end = preceding_end
         self._gap = bytes(self._slots - preceding_end - 1)
         self.cdr_size = len(self.CDR_HEADER) + layout.itemsize - 4
 
     def to_cdr(self, record: np.ndarray) -> bytes:
         """XCDR1 sample (with encapsulation header) of a C-layout record."""
-        c = memoryview(record_bytes(record))
+        c = record_bytes(record).data  # a memoryview of the record, no copy
         p, s = self._preceding_end, self._slots
         return b"".join((self.CDR_HEADER, c[:p], c[s : s + 1], self._gap, c[s + 4 :]))
 

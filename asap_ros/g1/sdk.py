@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +27,9 @@ _MOTOR_CMD_FIELDS = attrgetter("mode", "q", "dq", "tau", "kp", "kd", "reserve")
 _MOTOR_STATE_SCALARS = attrgetter("mode", "q", "dq", "ddq", "tau_est")
 
 
-def lowcmd_record(msg) -> np.ndarray:
+def lowcmd_record(msg: Any) -> np.ndarray:
     """C-layout record of an SDK ``unitree_hg`` ``LowCmd_`` (values as float32, like the wire)."""
-    values: list = [msg.mode_pr, msg.mode_machine]
+    values: list[Any] = [msg.mode_pr, msg.mode_machine]
     for motor in msg.motor_cmd:
         values += _MOTOR_CMD_FIELDS(motor)
     values += msg.reserve
@@ -36,9 +37,9 @@ def lowcmd_record(msg) -> np.ndarray:
     return np.frombuffer(LOWCMD_STRUCT.pack(*values), dtype=LOWCMD_LAYOUT).reshape(())
 
 
-def lowstate_record(msg) -> np.ndarray:
+def lowstate_record(msg: Any) -> np.ndarray:
     """C-layout record of an SDK ``unitree_hg`` ``LowState_``."""
-    values: list = list(msg.version)
+    values: list[Any] = list(msg.version)
     values += (msg.mode_pr, msg.mode_machine, msg.tick)
     imu = msg.imu_state
     values += imu.quaternion
@@ -59,19 +60,19 @@ def lowstate_record(msg) -> np.ndarray:
     return np.frombuffer(LOWSTATE_STRUCT.pack(*values), dtype=LOWSTATE_LAYOUT).reshape(())
 
 
-def lowcmd_crc_ok(msg) -> bool:
+def lowcmd_crc_ok(msg: Any) -> bool:
     """Whether an SDK ``LowCmd_`` carries the CRC of its content."""
     record = lowcmd_record(msg)
     return int(record["crc"]) == record_crc(record)
 
 
-def lowstate_crc_ok(msg) -> bool:
+def lowstate_crc_ok(msg: Any) -> bool:
     """Whether an SDK ``LowState_`` carries the CRC of its content."""
     record = lowstate_record(msg)
     return int(record["crc"]) == record_crc(record)
 
 
-def decode_lowstate(msg, stamp_ns: int) -> RobotState:
+def decode_lowstate(msg: Any, stamp_ns: int) -> RobotState:
     """:class:`RobotState` of an SDK ``LowState_`` that arrived at ``stamp_ns``.
 
     ``crc_ok`` reports the CRC check; ``temperature`` is the hotter of each motor's two sensors.
@@ -91,7 +92,7 @@ class SdkLowCmdEncoder(LowCmdEncoder):
         self.msg = unitree_hg_msg_dds__LowCmd_()
         self._motor_msgs = self.msg.motor_cmd[:NUM_MOTORS]
 
-    def encode(self, cmd: JointCommand, mode_machine: int):
+    def encode(self, cmd: JointCommand, mode_machine: int) -> Any:
         """The LowCmd_ for ``cmd``; a non-finite value or a bad ``mode_machine`` raises ``ValueError``."""
         crc = self._fill(cmd, mode_machine)
         modes = self._modes.tolist()

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 from cyclonedds._clayer import ddspy_take, ddspy_write  # the C layer under DataWriter.write / DataReader.take
 from cyclonedds.core import DDSException, GuardCondition, InstanceState, ReadCondition, SampleState, ViewState, WaitSet

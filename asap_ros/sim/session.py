@@ -27,7 +27,6 @@ import dataclasses
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
 
 from asap_ros.config.clip import MotionClip, load_clip
 from asap_ros.config.controller import STAND_UP_DURATION_S, load_controller_config
@@ -64,7 +63,7 @@ class BandAction:
     value: float = 0.0
 
 
-Action = Union[Request, BandAction]
+Action = Request | BandAction
 
 
 @dataclass(frozen=True)

@@ -279,7 +279,7 @@ def test_bad_crc_malformed_and_wrong_mode_machine_are_counted_never_applied(dds_
     def nan_with_valid_crc() -> None:
         msg = unitree_hg_msg_dds__LowCmd_()
         msg.mode_machine = MODE_MACHINE
-        for i, motor in enumerate(msg.motor_cmd[:NUM_MOTORS]):
+        for motor in msg.motor_cmd[:NUM_MOTORS]:
             motor.mode, motor.q, motor.kp, motor.kd = 1, 1.5, 60.0, 1.0
         msg.motor_cmd[LEFT_ELBOW].q = float("nan")
         msg.crc = sdk_crc.Crc(msg)

@@ -65,7 +65,7 @@ def recorded_actions(bag: Path) -> dict[int, np.ndarray]:
                 if msg.mode == "TRACKING":
                     steps.append((msg.stamp_ns, msg.motion_tick, np.array(msg.raw_action, np.float32)))
     runs: list[list] = []
-    for stamp, tick, action in sorted(steps, key=lambda s: s[0]):
+    for _stamp, tick, action in sorted(steps, key=lambda s: s[0]):
         if tick == 0:
             runs.append([])
         runs[-1].append(action)
