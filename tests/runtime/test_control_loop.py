@@ -97,7 +97,10 @@ class SdkDecodedWrites:
 
 
 @pytest.fixture
-def rig():
+def rig(request):
+    """Loop, following robot, written LowCmds, step records and config; ``request.param``: the
+    control period in seconds (default 20 ms)."""
+    period_s = getattr(request, "param", 0.02)
     robot = load_robot_model()
     config = load_controller_config()
     # this test is about the loop's wiring: safety margins wide enough that a starved feeder
@@ -113,7 +116,7 @@ def rig():
         written.raw.append((time.monotonic_ns(), payload))
         holder["robot"].follow(payload)
 
-    loop = ControlLoop(controller, write)
+    loop = ControlLoop(controller, write, period_s=period_s)
     holder["robot"] = FollowingRobot(loop.states.put, np.zeros(NUM_MOTORS))
     records: list[StepRecord] = []
     loop.add_sink(records.append)
@@ -150,21 +153,35 @@ def test_loop_runs_controller_on_the_wire_format(rig) -> None:
     assert summary["steps"] >= len(stepped) - 1 and summary["latency_p99_us"] > 0
 
 
+@pytest.mark.parametrize("rig", [0.1], indirect=True)
 def test_estop_is_written_before_the_next_deadline(rig) -> None:
-    """EStop wakes the loop: the damping command is written without waiting for the grid."""
+    """EStop wakes the loop: the damping command is written before the grid's next deadline,
+    not on it. The loop runs at 10 Hz here, so that deadline is far from the e-stop. It is known
+    from the last grid write before the e-stop: that step's deadline lay at most the state wait
+    plus its compute time before the write, and the next deadline is one period later."""
     loop, robot, written, _, config = rig
+    period_ns = round(0.1 * 1e9)
     robot.start()
     loop.start()
     _wait(lambda: len(written) >= 2, loop)
     loop.request(Stand())
     _wait(lambda: loop.controller.mode is Mode.HOLD, loop)
-    before = len(written)
+    count = len(written)
+    _wait(lambda: len(written) > count, loop)  # a grid write just happened
+    last_grid_write_ns = written.raw[-1][0]
+    stats = loop.stats
+    slowest_step_ns = int(stats.compute_ns[: min(stats.count, len(stats.compute_ns))].max())
+    next_deadline_ns = last_grid_write_ns - round(0.004 * 1e9) - slowest_step_ns + period_ns  # state_wait_s 4 ms
+    requested_ns = time.monotonic_ns()
     loop.request(EStop("test"))
-    _wait(lambda: len(written) > before + 1, loop)
-    damping = [m for _, m in written[before:before + 2]
-               if max(c.kp for c in m.motor_cmd[:NUM_MOTORS]) == 0
-               and np.allclose([c.kd for c in m.motor_cmd[:NUM_MOTORS]], config.damping_kd)]
-    assert damping, "no damping command among the first two writes after the e-stop"
+    _wait(lambda: any(t > requested_ns for t, _ in written.raw), loop)
+    first_ns, first = next((t, m) for t, m in written if t > requested_ns)
+    print(f"\n  e-stop -> damping write {(first_ns - requested_ns) / 1e6:.2f} ms, "
+          f"{(next_deadline_ns - first_ns) / 1e6:.1f} ms before the next deadline")
+    assert requested_ns < next_deadline_ns, "the e-stop came too late in the period to tell"
+    assert first_ns < next_deadline_ns, "the damping command waited for the grid"
+    assert max(c.kp for c in first.motor_cmd[:NUM_MOTORS]) == 0
+    np.testing.assert_allclose([c.kd for c in first.motor_cmd[:NUM_MOTORS]], config.damping_kd, rtol=1e-6)
     assert loop.controller.mode is Mode.DAMPING and loop.controller.fault_reason == "e-stop: test"
 
 
