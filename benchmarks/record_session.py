@@ -2,7 +2,7 @@
 
 The real thing on one DDS domain on loopback: the MuJoCo G1 (``asap_sim``, in this process:
 LowState at 500 Hz, simulated mocap at 200 Hz), ``asap_deploy`` (50 Hz policy steps) and
-``asap_supervisor`` as processes (the bring-up of ``tests/ros_e2e.py``), and ``asap_recorder``
+``asap_supervisor`` as processes (the bring-up of :mod:`asap_ros.testing.ros_system`), and ``asap_recorder``
 started first. The deploy node runs ``--motion`` start -> track -> HOLD again and again for
 ``--duration`` seconds (default 600); then everything stops, the recorder last. Printed:
 
