@@ -10,20 +10,9 @@ import yaml
 
 from asap_ros.config.paths import policies_dir
 from asap_ros.config.policy_spec import load_policy_spec
-from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
 
 NAMES = ["CR7_level1", "kick_level1", "APT_level1"]
-
-
-@pytest.fixture(scope="module")
-def robot():
-    return load_robot_model()
-
-
-@pytest.fixture(scope="module")
-def deploy(assets):
-    return yaml.safe_load((assets / "config" / "g1_29dof_hist.yaml").read_text())
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -13,16 +13,6 @@ from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
 
 
-@pytest.fixture(scope="module")
-def robot():
-    return load_robot_model()
-
-
-@pytest.fixture(scope="module")
-def deploy(assets):
-    return yaml.safe_load((assets / "config" / "g1_29dof_hist.yaml").read_text())
-
-
 def test_order_and_names(robot):
     assert robot.num_joints == 29
     assert robot.joint_names[0] == "left_hip_pitch_joint"
