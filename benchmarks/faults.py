@@ -22,11 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from ros_e2e import ROOT, System, max_writers_in_window  # noqa: E402
-
-from asap_ros.dds import process_domain  # noqa: E402
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window
 
 
 @dataclass

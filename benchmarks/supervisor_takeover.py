@@ -15,18 +15,12 @@ import argparse
 import os
 import random
 import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from estop_latency import track_or_recover  # noqa: E402
-from ros_e2e import System, distribution_ms  # noqa: E402
-
-from asap_ros.dds import process_domain  # noqa: E402
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import System, distribution_ms, track_or_recover
 
 TARGET_MS = 50.0
 
@@ -56,7 +50,7 @@ def main() -> None:
             writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
             stopped_at = time.time_ns()
             os.kill(system.deploy.pid, getattr(signal, f"SIG{args.signal}"))
-            takeover = system.lowcmd.wait_for(lambda s: s.writer != writer and s.damping, stopped_at, 5.0)
+            takeover = system.lowcmd.wait_for(lambda s, writer=writer: s.writer != writer and s.damping, stopped_at, 5.0)
             if takeover is None:
                 raise SystemExit(f"trial {trial}: no supervisor damping")
             latencies.append(takeover.stamp_ns - stopped_at)

@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 
 ACTIONS = ("stand", "start", "stop", "estop", "reset", "status")
 SUPERVISOR_WAIT_S = 2.0

@@ -6,7 +6,7 @@ ticks (fps = control rate), dtypes as in ASAP's shipped clips. Root pose from mo
 joints from the robot, ``action`` the raw actor output of the same tick.
 
 Written as a plain pickle (protocol 4) of dicts, numpy arrays and an int: no joblib records,
-so :func:`asap_ros.clip.load_pickle_restricted` (numpy only) and ``joblib.load`` both read it.
+so :func:`asap_ros.config.clip.load_pickle_restricted` (numpy only) and ``joblib.load`` both read it.
 Arrays are referenced as ``numpy.core.multiarray._reconstruct``, the name numpy 1.x (ASAP's
 Python 3.8 training environment) and numpy 2.x both resolve.
 """

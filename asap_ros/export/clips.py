@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asap_ros.errors import AsapError, ConfigError
-from asap_ros.policy_spec import sha256_of
+from asap_ros.config.policy_spec import sha256_of
+from asap_ros.core.errors import AsapError, ConfigError
 
 
 def resolve_clip(motion: str, session: dict, bag: str | Path, override: str | Path | None = None) -> Path:
@@ -31,8 +31,8 @@ def resolve_clip(motion: str, session: dict, bag: str | Path, override: str | Pa
 
 
 def _spec_clip(motion: str, bag: str | Path) -> Path:
-    from asap_ros.paths import policies_dir
-    from asap_ros.policy_spec import load_policy_spec
+    from asap_ros.config.paths import policies_dir
+    from asap_ros.config.policy_spec import load_policy_spec
 
     spec_file = policies_dir() / f"{motion}.yaml"
     if not spec_file.is_file():

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.export.align import ROOT_FROM_IMU, AlignedEpisode, align_episode
 from asap_ros.export.asap_clip import write_asap_clip
 from asap_ros.export.bag import SessionBag

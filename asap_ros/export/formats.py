@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.kinematics import DRIVEN_MOTORS
-from asap_ros.robot import RobotModel, load_robot_model
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.robot import RobotModel
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS
 
 CONTROL_DT_S = 0.02
 

@@ -33,24 +33,21 @@ import threading
 import time
 from typing import Any
 
-from asap_ros.errors import AsapError
-from asap_ros.g1 import LOWCMD_WIRE, LOWSTATE_WIRE, LowCmdEncoder, damping_command, record_crc
-from asap_ros.paths import config_file
-from asap_ros.remote import ComboDetector, decode_remote, parse_combo
-from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
+from asap_ros.config.node_params import SUPERVISOR_PARAMS, load_defaults
+from asap_ros.config.paths import config_file
+from asap_ros.core.errors import AsapError
+from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
+from asap_ros.g1.codec import LowCmdEncoder, damping_command
+from asap_ros.g1.crc import record_crc
+from asap_ros.g1.layout import LOWCMD_TOPIC, LOWCMD_WIRE, LOWSTATE_TOPIC, LOWSTATE_WIRE
+from asap_ros.ros.parameters import NodeParams
 from asap_ros.runtime.arbitration import decode_beat, encode_grant
 from asap_ros.runtime.lease import Grant, Supervision
-from asap_ros.runtime.watchdog import Watchdog
-from asap_ros.state import NUM_MOTORS
+from asap_ros.runtime.watchdog import Watchdog, lowcmd_is_damping
 
 NODE_NAME = "asap_supervisor"
 WATCHING = "WATCHING"
 TAKEOVER = "TAKEOVER"
-
-
-def lowcmd_is_damping(record: Any) -> bool:
-    """A C-layout LowCmd record that applies no position stiffness (kp 0 on every G1 motor)."""
-    return not record["motor_cmd"]["kp"][:NUM_MOTORS].any()
 
 
 class SupervisorNode:
@@ -76,7 +73,7 @@ class SupervisorNode:
         from std_msgs.msg import Empty, String, UInt64
         from std_srvs.srv import Trigger
 
-        from asap_ros.controller import load_controller_config
+        from asap_ros.config.controller import load_controller_config
 
         self.node = node
         self.params = NodeParams(node, SUPERVISOR_PARAMS,
@@ -123,17 +120,23 @@ class SupervisorNode:
         """rt/lowcmd and grant writers (created now, so a takeover needs no discovery) and raw readers."""
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-        from asap_ros.dds import PolledReader, RawReader, RawWriter, init_channels
-        from asap_ros.runtime.arbitration import BEAT_QOS, BEAT_TOPIC, GRANT_QOS, GRANT_TOPIC, DeployBeat_, \
-            SupervisorGrant_
+        from asap_ros.runtime.arbitration import (
+            BEAT_QOS,
+            BEAT_TOPIC,
+            GRANT_QOS,
+            GRANT_TOPIC,
+            DeployBeat_,
+            SupervisorGrant_,
+        )
+        from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, init_channels
 
         init_channels(domain, interface)
-        self._writer = RawWriter("rt/lowcmd", LowCmd_)
+        self._writer = RawWriter(LOWCMD_TOPIC, LowCmd_)
         self._grants = RawWriter(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS)
         # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per LowState;
         # rt/lowcmd from other processes only: this process's own damping stream is not the deploy's
-        self._lowstate = PolledReader("rt/lowstate", LowState_)
-        self._lowcmd_reader = RawReader("rt/lowcmd", LowCmd_, self._on_lowcmd, ignore_local=True)
+        self._lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)
+        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._on_lowcmd, ignore_local=True)
         self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._on_beat, qos=BEAT_QOS)
 
     # --- inputs (DDS and executor threads) ---------------------------------------------

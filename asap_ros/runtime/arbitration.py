@@ -21,8 +21,8 @@ from cyclonedds.idl import IdlStruct
 from cyclonedds.qos import Qos
 from cyclonedds.util import duration
 
+from asap_ros.core.state_machine import Mode
 from asap_ros.runtime.lease import Grant, Supervision, Verdict, WriteLease
-from asap_ros.state_machine import Mode
 
 BEAT_TOPIC = "rt/asap/deploy_beat"
 GRANT_TOPIC = "rt/asap/supervisor_grant"
@@ -136,7 +136,7 @@ class LowCmdArbiter:
     """
 
     def __init__(self, damping_margin_ns: int) -> None:
-        from asap_ros.dds import PolledReader, RawWriter
+        from asap_ros.runtime.dds import PolledReader, RawWriter
 
         self.lease = WriteLease(new_session(), damping_margin_ns)
         self._beats = RawWriter(BEAT_TOPIC, DeployBeat_, BEAT_QOS)

@@ -6,14 +6,22 @@ what it hears on DDS and acts on its answers. The protocol is in :mod:`asap_ros.
 
 from __future__ import annotations
 
+from typing import Any
+
+from asap_ros.core.state import NUM_MOTORS
+from asap_ros.core.state_machine import Mode
 from asap_ros.runtime.arbitration import Beat
 from asap_ros.runtime.lease import HANDOVER_GAP_NS
-from asap_ros.state_machine import Mode
 
 BEAT_FRESH_NS = 500_000_000
 """A beat older than this says nothing about the deploy node's mode any more."""
 RELEASE_MODES = frozenset({Mode.PASSIVE, Mode.DAMPING})
 """Modes in which the deploy node may get rt/lowcmd back: it applies no stiffness of its own."""
+
+
+def lowcmd_is_damping(record: Any) -> bool:
+    """A C-layout LowCmd record that applies no position stiffness (kp 0 on every G1 motor)."""
+    return not record["motor_cmd"]["kp"][:NUM_MOTORS].any()
 
 
 class Watchdog:

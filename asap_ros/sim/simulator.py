@@ -27,11 +27,13 @@ import numpy as np
 from cyclonedds.pub import DataWriter
 from cyclonedds.topic import Topic
 
-from asap_ros.assets import asset_path
-from asap_ros.dds import RawReader, RawWriter, close_entity, init_channels, participant
-from asap_ros.errors import AsapError
-from asap_ros.paths import config_file
-from asap_ros.robot import load_robot_model
+from asap_ros.config.assets import asset_path
+from asap_ros.config.paths import config_file
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.errors import AsapError
+from asap_ros.core.state import NUM_MOTORS
+from asap_ros.g1.layout import LOWCMD_TOPIC, LOWSTATE_TOPIC
+from asap_ros.runtime.dds import RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import SimConfig
 from asap_ros.sim.control import CONTROL_QOS
@@ -40,21 +42,18 @@ from asap_ros.sim.dds_types import (
     BAND_LOWER,
     BAND_RAISE,
     BAND_RELEASE,
-    REMOTE_BUTTONS,
     CONTROL_ACTIONS,
     CONTROL_TOPIC,
     GROUND_TRUTH_TOPIC,
+    REMOTE_BUTTONS,
     GroundTruth_,
     SimControl_,
 )
-from asap_ros.sim.mocap import MocapStream
+from asap_ros.sim.mocap_stream import MocapStream
 from asap_ros.sim.motors import CommandGate, MotorModel, ThermalModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
-from asap_ros.state import NUM_MOTORS
 
-LOWSTATE_TOPIC = "rt/lowstate"
-LOWCMD_TOPIC = "rt/lowcmd"
 MAX_LAG_S = 0.05
 """Behind the deadline grid by more than this: restart the grid (counted as a resync)."""
 VIEWER_PERIOD_S = 1 / 60
