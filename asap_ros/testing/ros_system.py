@@ -317,6 +317,7 @@ class System:
     def ensure_holding(self) -> None:
         """Whatever an earlier test left (a takeover, a dead or damped deploy node): back to HOLD
         with the supervisor watching, so each test starts from the same state."""
+        self.ros.spin_until(lambda: False, 0.2)  # the latched topics as they are now
         if self.deploy is None or self.deploy.poll() is not None:
             self.start_deploy("DAMPING" if self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER)
                               else "PASSIVE")

@@ -54,7 +54,7 @@ def test_a_hung_deploy_node_that_resumes_never_writes_beside_the_supervisor(syst
     after_takeover = [s for s in samples if s.stamp_ns >= takeover.stamp_ns]
     assert {s.writer for s in after_takeover} == {takeover.writer}, "the resumed deploy node wrote rt/lowcmd"
     assert max_writers_in_window(samples) == 1
-    assert system.ros.latched["/asap_deploy/mode"] == "DAMPING"
+    assert system.ros.wait_mode("DAMPING", 5.0), system.ros.latched
     assert supervisor_state(system).startswith("TAKEOVER")
     ok, message = system.ros.trigger("/asap_deploy/stand")
     assert not ok and "reset the supervisor first" in message, message
