@@ -1,6 +1,6 @@
 """Raw actor actions against the targets the robot executed, and the policy's phase clock.
 
-The runtime sends ``clip(scale * a + default_q, joint limits)`` (:mod:`asap_ros.policy`); the
+The runtime sends ``clip(scale * a + default_q, joint limits)`` (:mod:`asap_ros.core.policy`); the
 recorded ``q_target`` is that executed target. ASAP's delta trainer replays the unclamped
 ``scale * a + default_q``. :class:`PolicyFacts` holds what that mapping and the phase clock
 take from the motion's policy spec; :func:`clamp_counts` says how often, and by how much, the
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros.policy_spec import PolicySpec
+from asap_ros.core.policy_spec import PolicySpec
 
 CLAMP_TOLERANCE_RAD = 1e-5
 """A target counts as clamped when the executed one differs from ``scale * a + default`` by more

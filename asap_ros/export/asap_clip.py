@@ -10,7 +10,7 @@ of step i. ``{key: {...}}`` holds every key of ``motions_for_saving`` in its dty
 the world frame, root pose from motion capture, joints from the robot.
 
 Written as a plain pickle (protocol 4) of dicts, numpy arrays and a float: no joblib records,
-so :func:`asap_ros.clip.load_pickle_restricted` (numpy only) and ``joblib.load`` both read it.
+so :func:`asap_ros.config.clip.load_pickle_restricted` (numpy only) and ``joblib.load`` both read it.
 Arrays are referenced as ``numpy.core.multiarray._reconstruct``, the name numpy 1.x (ASAP's
 Python 3.8 training environment) and numpy 2.x both resolve.
 """
@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 from numpy._core import multiarray as _multiarray
 
+from asap_ros.core.quaternion import quat_rotate
 from asap_ros.export.align import AlignedEpisode
 from asap_ros.export.formats import ExportContext
 from asap_ros.export.pairing import transitions
 from asap_ros.export.pose_aa import pose_aa
-from asap_ros.kinematics import quat_rotate
 
 SUFFIX = ".pkl"
 PROTOCOL = 4

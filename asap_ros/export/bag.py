@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.state import NUM_MOTORS
 from asap_ros.export.cdr_columns import RawMessages, decode_columns
 from asap_ros.export.episode import COMPLETED, PolicySteps, RecordedEpisode, Stream
 from asap_ros.export.mcap_index import McapIndex
@@ -32,7 +33,6 @@ from asap_ros.export.resample import nearest
 from asap_ros.recording import topics
 from asap_ros.recording.episodes import Episode
 from asap_ros.recording.metadata import METADATA_FILE
-from asap_ros.state import NUM_MOTORS
 
 TRACKING = "TRACKING"
 DAMPING = "DAMPING"

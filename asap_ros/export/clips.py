@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asap_ros.errors import AsapError, ConfigError
-from asap_ros.policy_spec import PolicySpec, load_policy_spec, sha256_of
-from asap_ros.robot import RobotModel
+from asap_ros.config.policy_spec import load_policy_spec, sha256_of
+from asap_ros.core.errors import AsapError, ConfigError
+from asap_ros.core.policy_spec import PolicySpec
+from asap_ros.core.robot import RobotModel
 
 
 def resolve_clip(motion: str, session: dict, bag: str | Path, override: str | Path | None = None) -> Path:
@@ -54,7 +55,7 @@ def _recorded_file(motion: str, session: dict, kind: str) -> Path | None:
 
 
 def _package_spec(motion: str, bag: str | Path, what: str, hint: str, robot: RobotModel | None = None) -> PolicySpec:
-    from asap_ros.paths import policies_dir
+    from asap_ros.config.paths import policies_dir
 
     spec_file = policies_dir() / f"{motion}.yaml"
     if not spec_file.is_file():

@@ -19,7 +19,7 @@ import numpy as np
 from asap_ros.export.align import AlignedEpisode
 from asap_ros.export.formats import ExportContext, write_npz
 from asap_ros.export.pairing import transitions
-from asap_ros.kinematics import NUM_DRIVEN
+from asap_ros.tracking.kinematics import NUM_DRIVEN
 
 SUFFIX = ".delta.npz"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.export.actions import ClampCounts, PolicyFacts, clamp_counts
 from asap_ros.export.align import ROOT_FROM_IMU, AlignedEpisode, align_episode
 from asap_ros.export.asap_clip import write_asap_clip

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.robot import RobotModel
 from asap_ros.export.actions import PolicyFacts
-from asap_ros.kinematics import DRIVEN_MOTORS
-from asap_ros.robot import RobotModel, load_robot_model
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS
 
 RAW, EXECUTED = "raw", "executed"
 ACTION_CHOICES = (RAW, EXECUTED)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.export.cdr_columns import RawMessages
 
 _RECORD_HEAD = struct.Struct("<BQ")

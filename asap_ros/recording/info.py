@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording import topics as T
 from asap_ros.recording.episodes import Episode, EpisodeTracker
 from asap_ros.recording.metadata import read_metadata

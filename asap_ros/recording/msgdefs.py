@@ -4,7 +4,7 @@
 types and array sizes equal the IDL of ``unitree_sdk2py.idl.unitree_hg`` (checked by the
 tests), so the CDR bytes of a DDS ``LowState_``/``LowCmd_`` are also valid ROS 2 CDR of these
 messages and are stored unchanged. ``asap_ros/msg/PolicyStep`` and ``ModeTransition`` mirror
-:mod:`asap_ros.dds_types` field for field for the same reason.
+:mod:`asap_ros.runtime.step_topics` field for field for the same reason.
 """
 
 from __future__ import annotations

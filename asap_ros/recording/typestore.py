@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
@@ -22,7 +22,7 @@ def recording_typestore() -> Typestore:
     return store
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema_of(msgtype: str) -> tuple[str, str]:
     """``(message definition, RIHS01 hash)`` of a type: the ``ros2msg`` text with its
     dependencies appended (the rosbag2/MCAP schema format) and the ROS 2 type hash."""

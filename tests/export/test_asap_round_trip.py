@@ -9,7 +9,7 @@ observation of that state, ``reset_buf`` as ``terminate`` and the motion time
 action of the lower frame at ``(step + 1) * dt + start``
 (``humanoidverse/envs/delta_a/delta_a_open_loop.py``, ``get_open_loop_action_at_current_timestep``).
 
-One synthetic session goes through the recorder's bag path (:mod:`asap_ros.export.synthetic`,
+One synthetic session goes through the recorder's bag path (:mod:`asap_ros.testing.synthetic_bags`,
 the recorder's ``BagWriter``); the trajectory it holds is read back with the independent readers
 (``mcap`` + ``mcap-ros2-support``, and ``rosbags``), saved the way ASAP saves it, and compared
 with what ``asap-ros export`` writes.
@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 
 from asap_ros.cli import main
-from asap_ros.export.synthetic import STATE_ARRIVAL_NS, SyntheticMotion, SyntheticPlan, write_synthetic_session
-from asap_ros.kinematics import DRIVEN_MOTORS
-from asap_ros.robot import load_robot_model
+from asap_ros.config.robot import load_robot_model
+from asap_ros.testing.synthetic_bags import STATE_ARRIVAL_NS, SyntheticMotion, SyntheticPlan, write_synthetic_session
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS
 
 MOTION = "CR7_level1"
 DT = 0.02

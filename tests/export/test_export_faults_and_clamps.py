@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 
 from asap_ros.cli import main
-from asap_ros.errors import ConfigError
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.errors import ConfigError
 from asap_ros.export.exporter import export_bag
-from asap_ros.export.synthetic import SyntheticMotion, SyntheticPlan, write_synthetic_session
-from asap_ros.kinematics import DRIVEN_MOTORS
 from asap_ros.recording.info import bag_info
 from asap_ros.recording.msgdefs import ASAP_ROS
-from asap_ros.robot import load_robot_model
+from asap_ros.testing.synthetic_bags import SyntheticMotion, SyntheticPlan, write_synthetic_session
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS
 
 POLICY_STEP = "asap_ros/msg/PolicyStep"
 STEPS_BEFORE_FAULT = 50
