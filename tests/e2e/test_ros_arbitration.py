@@ -30,8 +30,10 @@ def deploy_writer(system: System) -> int:
     return sample.writer
 
 
-def supervisor_state(system: System) -> str:
-    return system.ros.latched.get("/asap_supervisor/state", "")
+def taken_over(system: System) -> bool:
+    """The supervisor's latched state says TAKEOVER (read for up to 5 s)."""
+    return system.ros.spin_until(
+        lambda: system.ros.latched.get("/asap_supervisor/state", "").startswith("TAKEOVER"), 5.0)
 
 
 @pytest.mark.parametrize("hang_s", [2.0, 8.0])
@@ -55,7 +57,7 @@ def test_a_hung_deploy_node_that_resumes_never_writes_beside_the_supervisor(syst
     assert {s.writer for s in after_takeover} == {takeover.writer}, "the resumed deploy node wrote rt/lowcmd"
     assert max_writers_in_window(samples) == 1
     assert system.ros.wait_mode("DAMPING", 5.0), system.ros.latched
-    assert supervisor_state(system).startswith("TAKEOVER")
+    assert taken_over(system), system.ros.latched
     ok, message = system.ros.trigger("/asap_deploy/stand")
     assert not ok and "reset the supervisor first" in message, message
     print(f"\nSIGSTOP {hang_s:g} s: supervisor damping {(takeover.stamp_ns - stopped_at) / 1e6:.1f} ms after the stop; "
@@ -80,7 +82,7 @@ def test_a_deploy_node_restarted_during_a_takeover_refuses_stand_until_the_super
     samples = system.lowcmd.between(killed_at - 500_000_000, time.time_ns())
     assert {s.writer for s in samples if s.stamp_ns >= takeover.stamp_ns} == {takeover.writer}
     assert max_writers_in_window(samples) == 1
-    assert supervisor_state(system).startswith("TAKEOVER")
+    assert taken_over(system), system.ros.latched
     system.hand_back_and_stand()
 
 
@@ -103,7 +105,7 @@ def test_ctl_estop_does_not_wait_for_a_hung_deploy_node(system):
     try:
         estop = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "estop", "--timeout", "2"], env=env,
                                cwd=ROOT, capture_output=True, text=True, timeout=60)
-        assert system.ros.spin_until(lambda: supervisor_state(system).startswith("TAKEOVER"), 5.0)
+        assert taken_over(system), system.ros.latched
     finally:
         os.kill(system.deploy.pid, signal.SIGCONT)
     assert estop.returncode == 0, estop.stdout + estop.stderr
