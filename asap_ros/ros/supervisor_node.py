@@ -293,7 +293,7 @@ class SupervisorNode:
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:
         """Start the watchdog and robot-state threads; start-up objects are frozen out of garbage
-        collection (as in :meth:`asap_ros.control_loop.ControlLoop.start`) so no collection
+        collection (as in :meth:`asap_ros.runtime.control_loop.ControlLoop.start`) so no collection
         stalls a takeover."""
         gc.freeze()
         self._thread.start()
