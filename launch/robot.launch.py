@@ -31,6 +31,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("estop_combo", default_value="L2+B", description="wireless-remote e-stop combo"),
         DeclareLaunchArgument("realtime_priority", default_value="80",
                               description="SCHED_FIFO priority of the control thread (needs CAP_SYS_NICE; 0 = normal)"),
+        DeclareLaunchArgument("supervisor_priority", default_value="85",
+                              description="SCHED_FIFO priority of the supervisor's grant and watchdog threads"),
         DeclareLaunchArgument("control_cpu", default_value="-1",
                               description="CPU kept for the control thread alone (e.g. one in isolcpus); -1 = not pinned"),
         Node(
@@ -54,7 +56,8 @@ def generate_launch_description() -> LaunchDescription:
             output="screen",
             parameters=[
                 PathJoinSubstitution([config, "supervisor.yaml"]),
-                {**network, "estop_combo": LaunchConfiguration("estop_combo")},
+                {**network, "estop_combo": LaunchConfiguration("estop_combo"),
+                 "realtime_priority": ParameterValue(LaunchConfiguration("supervisor_priority"), value_type=int)},
             ],
         ),
     ])

@@ -43,6 +43,7 @@ from asap_ros.g1.layout import LOWCMD_TOPIC, LOWCMD_WIRE, LOWSTATE_TOPIC, LOWSTA
 from asap_ros.ros.parameters import NodeParams
 from asap_ros.runtime.arbitration import decode_beat, encode_grant
 from asap_ros.runtime.lease import Grant, Supervision
+from asap_ros.runtime.scheduling import run_realtime
 from asap_ros.runtime.watchdog import Watchdog, lowcmd_is_damping
 
 NODE_NAME = "asap_supervisor"
@@ -137,7 +138,8 @@ class SupervisorNode:
         # rt/lowcmd from other processes only: this process's own damping stream is not the deploy's
         self._lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)
         self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._on_lowcmd, ignore_local=True)
-        self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._on_beat, qos=BEAT_QOS)
+        self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._on_beat, qos=BEAT_QOS,
+                                      realtime_priority=self.params["realtime_priority"])
 
     # --- inputs (DDS and executor threads) ---------------------------------------------
     def _watch_robot(self) -> None:
@@ -308,6 +310,9 @@ class SupervisorNode:
             endpoint.close()
 
     def _run(self) -> None:
+        refused = run_realtime(self.params["realtime_priority"])
+        if refused:
+            self.node.get_logger().warning(f"watchdog thread: {refused}")
         repeat_at = 0.0
         while not self._stop.is_set():
             self._retry_forward()

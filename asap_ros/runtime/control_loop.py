@@ -27,6 +27,7 @@ from asap_ros.core.state import RobotState
 from asap_ros.core.state_machine import EStop, Mode, Reset
 from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
 from asap_ros.runtime.lease import Verdict
+from asap_ros.runtime.scheduling import run_realtime
 
 Sink = Callable[["StepRecord"], None]
 
@@ -331,11 +332,9 @@ class ControlLoop:
                 os.sched_setaffinity(0, self._cpus)
             except OSError as exc:  # e.g. a cpuset without that CPU
                 notes.append(f"cannot pin the control thread to CPU {sorted(self._cpus)} ({exc.strerror}); not pinned")
-        if self._priority > 0 and hasattr(os, "sched_setscheduler"):
-            try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self._priority))
-            except PermissionError:
-                notes.append("SCHED_FIFO not permitted; running at normal priority")
+        refused = run_realtime(self._priority)
+        if refused:
+            notes.append(refused)
         self.scheduling_note = "; ".join(notes) or None
 
     # --- sink thread -----------------------------------------------------------------

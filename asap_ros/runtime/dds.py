@@ -28,6 +28,7 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
 from asap_ros.core.errors import AsapError
+from asap_ros.runtime.scheduling import run_realtime
 
 DEFAULT_INTERFACE = "lo"
 CLOSE_WAIT_S = 5.0
@@ -139,9 +140,11 @@ class RawReader:
 
     def __init__(
         self, topic: str, idl_type: type, handler: PayloadHandler, depth: int = 64, ignore_local: bool = False,
-        qos: Qos | None = None,
+        qos: Qos | None = None, realtime_priority: int = 0,
     ) -> None:
-        """``qos`` is added to keep-last ``depth`` (and ignore-local), its policies winning."""
+        """``qos`` is added to keep-last ``depth`` (and ignore-local), its policies winning;
+        ``realtime_priority`` > 0 runs the handler thread under SCHED_FIFO (``scheduling_note``
+        says why not, when refused)."""
         dp = participant()
         policies = Qos(Policy.History.KeepLast(depth), *([Policy.IgnoreLocal.Participant] if ignore_local else []))
         self._handler = handler
@@ -155,11 +158,14 @@ class RawReader:
         self._closed_by_handler = False
         self.handler_errors = 0
         self.last_handler_error: str | None = None
+        self._priority = realtime_priority
+        self.scheduling_note: str | None = None
         self._thread = threading.Thread(target=self._run, name=f"dds {topic}", daemon=True)
         self._thread.start()
         _open_readers.add(self)
 
     def _run(self) -> None:
+        self.scheduling_note = run_realtime(self._priority)
         self._read()
         if self._closed_by_handler:  # nobody else can delete them once this thread has left
             self._delete()

@@ -32,6 +32,10 @@ TEST_DEPLOY_PARAMS = {
 }
 
 
+TEST_SUPERVISOR_PARAMS = {"realtime_priority": 85}
+"""Above the deploy node's control thread, as robot.launch.py runs it."""
+
+
 def stiff_controller_config(folder: Path) -> Path:
     """The package controller config with full stand-up gains from the first step, some PASSIVE
     damping and wider joint speed/position margins: the robot in the simulator's pelvis-only
@@ -260,7 +264,7 @@ class System:
         self.domain, self.logs = domain, logs
         self.deploy_params = {**TEST_DEPLOY_PARAMS, "controller_config": str(stiff_controller_config(logs)),
                               **(deploy_params or {})}
-        self.supervisor_params = supervisor_params or {}
+        self.supervisor_params = {**TEST_SUPERVISOR_PARAMS, **(supervisor_params or {})}
         self.sim = make_simulator(domain, lowstate_rate_hz, mocap_rate_hz) if sim else None
         self.lowcmd = LowCmdObserver()
         self.ros = RosClient(domain)
