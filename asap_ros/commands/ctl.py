@@ -192,8 +192,8 @@ def _estop(client: OperatorClient) -> int:
     names = (f"/{client.supervisor}/estop", f"/{client.deploy}/estop")
     clients = {name: client.node.create_client(Trigger, name) for name in names}
     futures: dict[str, Any] = {}
-    deadline = time.monotonic() + min(client.timeout_s, SUPERVISOR_WAIT_S) + client.timeout_s
-    find_until = time.monotonic() + min(client.timeout_s, SUPERVISOR_WAIT_S)
+    find_until = time.monotonic() + client.timeout_s
+    deadline = find_until + client.timeout_s
     while time.monotonic() < deadline:
         for name, trigger in clients.items():
             if name not in futures and trigger.service_is_ready() and time.monotonic() < find_until:

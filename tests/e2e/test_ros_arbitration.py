@@ -103,7 +103,7 @@ def test_ctl_estop_does_not_wait_for_a_hung_deploy_node(system):
     env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
     os.kill(system.deploy.pid, signal.SIGSTOP)
     try:
-        estop = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "estop", "--timeout", "2"], env=env,
+        estop = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "estop", "--timeout", "5"], env=env,
                                cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert taken_over(system), system.ros.latched
     finally:
