@@ -85,7 +85,7 @@ class LowStateLog:
         self._reader = RawReader("rt/lowstate", LowState_, lambda payload, stamp: self.samples.append((payload, stamp)))
 
     def states(self) -> list[RobotState]:
-        return [g1.state_from_record(g1.LOWSTATE_WIRE.from_cdr(p), s) for p, s in self.samples]
+        return [g1.state_from_record(g1.LOWSTATE_WIRE.from_cdr(p), s, s) for p, s in self.samples]
 
     def close(self) -> None:
         self._reader.close()
@@ -168,7 +168,7 @@ def test_lowstate_arrives_at_configured_rate_with_valid_crc(dds_domain, lowcmd_p
     assert rate > 125  # loose (a quarter): the machine is shared; the figure is printed above
     # the SDK's own subscriber and CRC accept the raw-written samples
     assert all(g1.lowstate_crc_ok(msg) for msg in sdk_samples)
-    state = g1.decode_lowstate(sdk_samples[-1], time.time_ns())
+    state = g1.decode_lowstate(sdk_samples[-1], time.time_ns(), time.monotonic_ns())
     assert state.crc_ok and np.linalg.norm(state.quat_wxyz) == pytest.approx(1.0, abs=1e-5)
     # one ground-truth sample per LowState, same tick, exact (nominal: noise-free) pose
     by_tick = {gt.tick: gt for gt in ground_truth.samples}
@@ -188,9 +188,9 @@ def test_polled_reader_takes_each_next_lowstate_and_keeps_the_newest_when_none_c
             assert reader.next_arrival(5.0)[0] is not None
             ticks = []
             for _ in range(20):
-                asked = time.time_ns()
-                payload, stamp_ns = reader.next_arrival(0.5)
-                assert stamp_ns >= asked  # arrived after the call
+                asked, asked_monotonic = time.time_ns(), time.monotonic_ns()
+                payload, stamp_ns, arrival_ns = reader.next_arrival(0.5)
+                assert stamp_ns >= asked and arrival_ns >= asked_monotonic  # arrived after the call
                 ticks.append(int(g1.LOWSTATE_WIRE.from_cdr(payload)["tick"]))
             published = sim.lowstates_published
         assert all(later > earlier for earlier, later in zip(ticks, ticks[1:])), ticks

@@ -1,0 +1,1 @@
+"""The runtime around the pure control step: clocks, the control loop's wiring, test support hooks."""
