@@ -1,8 +1,9 @@
 """The Controller with the real G1 model, the shipped config and the real CR7 actor (ONNX Runtime).
 
 The robot itself cannot run here: :class:`Rig` stands in for the G1's LowState stream. It
-stamps each state at the controller's clock and lets the joints follow the commanded
-targets exactly (no dynamics), which is all the mode logic needs.
+stamps each state on both of the controller's clocks (monotonic ``now``, system time ``wall``,
+which a test may step) and lets the joints follow the commanded targets exactly (no
+dynamics), which is all the mode logic needs.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from asap_ros.state import NUM_MOTORS, RobotState
 
 MOTION = "CR7_level1"
 T0 = 1_700_000_000_000_000_000
+"""System time at the start of a rig."""
+MONO0 = 5_000_000_000
+"""Monotonic clock at the start of a rig."""
 DT = 0.02
 KNEE = 3
 WRISTS = [19, 20, 21, 26, 27, 28]
@@ -48,8 +52,13 @@ def robot() -> RobotModel:
 
 @pytest.fixture(scope="module")
 def config() -> ControllerConfig:
-    """The shipped config with the PD hold (HOLD with the standing actor: tests/test_loco.py)."""
-    return dataclasses.replace(load_controller_config(), hold_policy=None)
+    """The shipped config with the PD hold (HOLD with the standing actor: tests/test_loco.py) and
+    no target-step limit: the rig's joints jump to their targets (no dynamics), so the actor
+    swings joints between their limits (right ankle pitch, 1.4 rad at tick 95); the limit has
+    its own tests below."""
+    shipped = load_controller_config()
+    return dataclasses.replace(shipped, hold_policy=None,
+                               safety=dataclasses.replace(shipped.safety, max_target_step_rad=100.0))
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +74,20 @@ class Rig:
         self.robot = robot
         self.controller = Controller(robot, {MOTION: runner}, config)
         self.runner = runner
-        self.now = T0
+        self.now = MONO0
+        self.wall_offset = T0 - MONO0
+        """System time minus monotonic clock (a step of the system clock changes it)."""
         self.q = np.linspace(-0.05, 0.05, NUM_MOTORS)  # limp, hanging: not the default pose
         self.outputs: list[StepOutput] = []
 
+    @property
+    def wall(self) -> int:
+        return self.now + self.wall_offset
+
     def state(self) -> RobotState:
         return RobotState(
-            stamp_ns=self.now - 1_000_000, q=self.q.copy(), temperature=np.full(NUM_MOTORS, 40.0)
+            stamp_ns=self.wall - 1_000_000, arrival_ns=self.now - 1_000_000, q=self.q.copy(),
+            temperature=np.full(NUM_MOTORS, 40.0),
         )
 
     def step(
@@ -81,14 +97,14 @@ class Rig:
         state = self.state()
         if corrupt is not None:
             state = corrupt(state)
-        out = self.controller.step(state, self.now, late)
+        out = self.controller.step(state, self.now, late, stamp_ns=self.wall)
         if out.mode in ACTIVE:
             self.q = out.command.q.copy()
         self.outputs.append(out)
         return out
 
     def request(self, req) -> None:
-        self.controller.request(req, self.now)
+        self.controller.request(req, self.now, self.wall)
 
     def bring_to(self, mode: Mode) -> None:
         self.step()
@@ -282,7 +298,7 @@ def test_every_transition_is_reported_once_in_order(rig: Rig) -> None:
     """Two requests between steps: both transitions come out, one per step, with their stamps."""
     rig.bring_to(Mode.HOLD)
     before = len(rig.transitions())
-    stamp = rig.now
+    stamp = rig.wall  # transitions are stamped on the system clock
     rig.request(Start(MOTION))
     rig.request(Stop())
     first, second, third = rig.step(), rig.step(), rig.step()
@@ -307,7 +323,7 @@ def _set(field: str, index: int | None, value) -> Callable[[RobotState], RobotSt
 
 
 def _stale(state: RobotState) -> RobotState:
-    state.stamp_ns -= 60_000_000  # 61 ms old at the step
+    state.arrival_ns -= 60_000_000  # 61 ms old at the step
     return state
 
 
@@ -370,43 +386,59 @@ def test_passive_never_latches_and_never_passes_state_through(rig: Rig, config, 
     assert rig.controller.mode is Mode.STAND_UP
 
 
-class CorruptingRunner(PolicyRunner):
-    """Test double, minimal: the real CR7 runner, whose output is corrupted on one tick.
+def corrupted_runner(real: PolicyRunner, at_tick: int, value: float | Exception, index: int = 5) -> PolicyRunner:
+    """Test double, minimal: a runner of the real CR7 actor whose raw output ``index`` is replaced
+    by ``value`` (or which raises ``value``) at motion step ``at_tick``, before the runner clips it.
 
-    A trained actor does not produce NaN or raise on a healthy state, so the fault paths
-    for the actor output can only be reached by corrupting it.
+    A trained actor does not produce NaN, wild values or raise on a healthy state, so the fault
+    paths for the actor output can only be reached by corrupting it.
     """
+    runner = PolicyRunner(real.spec, real.robot, real.actor)
 
-    def __init__(self, real: PolicyRunner, at_tick: int, how: str):
-        super().__init__(real.spec, real.robot, real.actor)
-        self.at_tick, self.how = at_tick, how
+    def actor(obs: np.ndarray) -> np.ndarray:
+        output = real.actor(obs)
+        if runner.tick == at_tick:
+            if isinstance(value, Exception):
+                raise value
+            output[index] = value
+        return output
 
-    def step(self, state: RobotState) -> PolicyOutput:
-        out = super().step(state)
-        if out.tick == self.at_tick:
-            if self.how == "raise":
-                raise FloatingPointError("actor diverged")
-            out.raw_action[5] = np.nan
-        return out
+    runner.actor = actor
+    return runner
 
 
 @pytest.mark.parametrize(
-    ("how", "reason"),
+    ("value", "reason"),
     [
-        ("nan", "actor output[5] is nan"),
-        ("raise", "policy CR7_level1 step failed: FloatingPointError('actor diverged')"),
+        (np.nan, "policy CR7_level1: actor output[5] (left_ankle_roll_joint) is nan"),
+        (np.inf, "policy CR7_level1: actor output[5] (left_ankle_roll_joint) is inf"),
+        (-np.inf, "policy CR7_level1: actor output[5] (left_ankle_roll_joint) is -inf"),
+        (100.5, "policy CR7_level1: actor output[5] (left_ankle_roll_joint) = 100.5 is beyond the action clip +-100"),
+        (FloatingPointError("actor diverged"), "policy CR7_level1 step failed: FloatingPointError('actor diverged')"),
     ],
+    ids=["nan", "inf", "-inf", "beyond clip", "raise"],
 )
-def test_actor_output_fault(robot, config, runners, how: str, reason: str) -> None:
-    rig = Rig(robot, config, CorruptingRunner(runners[0], at_tick=3, how=how))
+def test_actor_output_is_checked_before_clipping(robot, config, runners, value, reason: str) -> None:
+    """A wild raw output latches DAMPING in that step: never a clipped joint-limit target at full kp."""
+    rig = Rig(robot, config, corrupted_runner(runners[0], at_tick=3, value=value))
     rig.bring_to(Mode.TRACKING)  # ran tick 0
     for _ in range(2):
         assert rig.step().mode is Mode.TRACKING
     out = rig.step()
     assert_damping(out, config)
     assert out.fault == reason
-    if how == "nan":
-        assert out.policy.tick == 3 and np.isnan(out.policy.raw_action[5])  # recorded, never sent
+    if not isinstance(value, Exception):
+        assert out.policy.tick == 3  # recorded with the step, never sent
+        np.testing.assert_array_equal(out.policy.actor_output[5], np.float32(value))
+        if not np.isnan(value):
+            assert abs(out.policy.raw_action[5]) <= 100  # clipping alone would have sent this
+
+
+def test_an_output_at_the_clip_is_no_fault(robot, config, runners) -> None:
+    rig = Rig(robot, config, corrupted_runner(runners[0], at_tick=3, value=100.0))
+    rig.bring_to(Mode.TRACKING)
+    outputs = [rig.step() for _ in range(3)]
+    assert [o.mode for o in outputs] == [Mode.TRACKING] * 3
 
 
 @pytest.mark.parametrize("mode", list(Mode), ids=lambda m: m.name)

@@ -277,7 +277,8 @@ class Rig:
         for _ in range(max(1, round(seconds / DT))):
             self.now += int(DT * 1e9)
             half = math.radians(tilt_deg) / 2
-            state = RobotState(stamp_ns=self.now - 1_000_000, q=self.q.copy(), temperature=np.full(NUM_MOTORS, 40.0),
+            state = RobotState(stamp_ns=self.now - 1_000_000, arrival_ns=self.now - 1_000_000, q=self.q.copy(),
+                               temperature=np.full(NUM_MOTORS, 40.0),
                                quat_wxyz=np.array([math.cos(half), 0.0, math.sin(half), 0.0]))  # fmt: skip
             out = self.controller.step(state, self.now)
             if out.mode is not Mode.DAMPING:
@@ -369,33 +370,34 @@ def test_stop_in_prepare_keeps_the_actor_running(rig: Rig) -> None:
     assert out.hold_policy.obs[HISTORY].any()
 
 
-class CorruptedStandingActor(PolicyRunner):
-    """Test double, minimal: the real standing runner, its output corrupted on one tick.
+def corrupted_standing_runner(real: PolicyRunner, at_tick: int, how: str) -> PolicyRunner:
+    """Test double, minimal: a runner of the real standing actor whose raw output[2] is +inf (or
+    which raises) at its step ``at_tick``, before the runner clips it.
 
-    A trained actor does not output NaN or raise on a healthy state, so the controller's check
+    A trained actor does not output inf or raise on a healthy state, so the controller's check
     of the standing actor's output can only be reached by corrupting it.
     """
+    runner = PolicyRunner(real.spec, real.robot, real.actor)
 
-    def __init__(self, real: PolicyRunner, at_tick: int, how: str):
-        super().__init__(real.spec, real.robot, real.actor)
-        self.at_tick, self.how = at_tick, how
-
-    def step(self, state: RobotState, reference: np.ndarray | None = None) -> PolicyOutput:
-        out = super().step(state, reference)
-        if out.tick == self.at_tick:
-            if self.how == "raise":
+    def actor(obs: np.ndarray) -> np.ndarray:
+        output = real.actor(obs)
+        if runner.tick == at_tick:
+            if how == "raise":
                 raise FloatingPointError("actor diverged")
-            out.q_target[2] = np.inf
-        return out
+            output[2] = np.inf
+        return output
+
+    runner.actor = actor
+    return runner
 
 
 @pytest.mark.parametrize(
     ("how", "reason"),
-    [("inf", "hold policy dec_loco_stand: policy target q[2] is inf"),
+    [("inf", "hold policy dec_loco_stand: actor output[2] (left_hip_yaw_joint) is inf"),
      ("raise", "hold policy dec_loco_stand step failed: FloatingPointError('actor diverged')")],
 )  # fmt: skip
 def test_standing_actor_output_fault_latches_damping(robot, config, motion, how: str, reason: str) -> None:
-    standing = CorruptedStandingActor(PolicyRunner.from_spec_file(STAND_SPEC, robot), at_tick=5, how=how)
+    standing = corrupted_standing_runner(PolicyRunner.from_spec_file(STAND_SPEC, robot), at_tick=5, how=how)
     rig = Rig(Controller(robot, {MOTION: motion}, config, hold_policy=standing))
     rig.to_hold()
     rig.step(0.2)
