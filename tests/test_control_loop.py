@@ -18,8 +18,11 @@ import numpy as np
 import pytest
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-from asap_ros.control_loop import ControlLoop, StepRecord, existing_cpu
-from asap_ros.controller import Controller, Mode, load_controller_config
+from asap_ros.control_loop import ControlLoop, StepRecord, check_control_rate, existing_cpu
+from asap_ros.errors import ConfigError, RejectedRequest
+from asap_ros.runtime.clock import Clock
+from asap_ros.runtime.fault_injection import FaultInjection, parse_faults
+from asap_ros.controller import Controller, ControllerConfig, Mode, load_controller_config
 from asap_ros.g1 import LOWCMD_WIRE, lowcmd_crc_ok
 from asap_ros.paths import policies_dir
 from asap_ros.policy import PolicyRunner
@@ -27,7 +30,7 @@ from asap_ros.robot import load_robot_model
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading
 from asap_ros.sim.profile import SensorNoise
 from asap_ros.state import NUM_MOTORS
-from asap_ros.state_machine import EStop, Stand
+from asap_ros.state_machine import EStop, Reset, Stand, Stop
 
 MODE_MACHINE = 6
 
@@ -59,7 +62,7 @@ class FollowingRobot:
             )
             payload = self._encoder.encode(tick, reading)
             corrupt, self.corrupt_next = self.corrupt_next, False
-            self._put(payload[:-8] if corrupt else payload, time.time_ns())
+            self._put(payload[:-8] if corrupt else payload)
             tick += 1
             time.sleep(0.025 if corrupt else 0.002)  # a truncated sample stays newest for one step
 
@@ -68,7 +71,8 @@ class FollowingRobot:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.ident is not None:
+            self._thread.join()
 
 
 class SdkDecodedWrites:
@@ -94,30 +98,61 @@ class SdkDecodedWrites:
         return iter(self[:])
 
 
+@dataclasses.dataclass
+class Rig:
+    loop: ControlLoop
+    robot: FollowingRobot
+    written: SdkDecodedWrites
+    records: list[StepRecord]
+    config: ControllerConfig
+
+
+@pytest.fixture(scope="module")
+def cr7() -> PolicyRunner:
+    return PolicyRunner.from_spec_file(policies_dir() / "CR7_level1.yaml", load_robot_model())
+
+
 @pytest.fixture
-def rig():
-    robot = load_robot_model()
-    config = load_controller_config()
-    # this test is about the loop's wiring: safety margins wide enough that a starved feeder
-    # thread on a loaded 2-core machine does not fault (the thresholds have their own tests)
-    safety = dataclasses.replace(config.safety, max_state_age_ms=1000, max_consecutive_late_steps=1000)
-    config = dataclasses.replace(config, stand_up_duration_s=0.3, safety=safety)
-    runner = PolicyRunner.from_spec_file(policies_dir() / "CR7_level1.yaml", robot)
-    controller = Controller(robot, {"CR7_level1": runner}, config)
-    written = SdkDecodedWrites()
-    holder: dict = {}
+def make_rig(cr7):
+    """``make_rig(**loop_options)``: the real Controller and CR7 actor in a ControlLoop fed by a
+    FollowingRobot; ``fail_write`` (a callable given the write count) makes a write raise."""
+    made: list[Rig] = []
 
-    def write(payload: bytes) -> None:
-        written.raw.append((time.monotonic_ns(), payload))
-        holder["robot"].follow(payload)
+    def make(fail_write=None, **options) -> Rig:
+        robot = load_robot_model()
+        config = load_controller_config()
+        # this test is about the loop's wiring: safety margins wide enough that a starved feeder
+        # thread on a loaded 2-core machine does not fault (the thresholds have their own tests)
+        safety = dataclasses.replace(config.safety, max_state_age_ms=1000, max_consecutive_late_steps=1000)
+        config = dataclasses.replace(config, stand_up_duration_s=0.3, safety=safety)
+        runner = PolicyRunner(cr7.spec, cr7.robot, cr7.actor)
+        controller = Controller(robot, {"CR7_level1": runner}, config)
+        written = SdkDecodedWrites()
+        holder: dict = {}
 
-    loop = ControlLoop(controller, write)
-    holder["robot"] = FollowingRobot(loop.states.put, np.zeros(NUM_MOTORS))
-    records: list[StepRecord] = []
-    loop.add_sink(records.append)
-    yield loop, holder["robot"], written, records, config
-    loop.stop()
-    holder["robot"].stop()
+        def write(payload: bytes) -> None:
+            if fail_write is not None and fail_write(len(written)):
+                raise RuntimeError("rt/lowcmd writer gone")
+            written.raw.append((time.monotonic_ns(), payload))
+            holder["robot"].follow(payload)
+
+        loop = ControlLoop(controller, write, **options)
+        holder["robot"] = FollowingRobot(loop.states.put, np.zeros(NUM_MOTORS))
+        records: list[StepRecord] = []
+        loop.add_sink(records.append)
+        made.append(Rig(loop, holder["robot"], written, records, config))
+        return made[-1]
+
+    yield make
+    for rig in made:
+        rig.loop.stop()
+        rig.robot.stop()
+
+
+@pytest.fixture
+def rig(make_rig):
+    r = make_rig()
+    return r.loop, r.robot, r.written, r.records, r.config
 
 
 def _wait(predicate, loop: ControlLoop, timeout_s: float = 5.0) -> None:
@@ -217,3 +252,198 @@ def test_a_cpu_the_thread_cannot_use_leaves_it_unpinned_with_a_note(rig) -> None
         assert control.is_alive()
     finally:
         unpinnable.stop()
+
+
+# --- helpers for the safety tests ----------------------------------------------------------
+
+
+def kp_of(msg) -> np.ndarray:
+    return np.array([m.kp for m in msg.motor_cmd[:NUM_MOTORS]])
+
+
+def is_damping(msg, config: ControllerConfig) -> bool:
+    kd = np.array([m.kd for m in msg.motor_cmd[:NUM_MOTORS]])
+    return not kp_of(msg).any() and np.allclose(kd, config.damping_kd)
+
+
+def standing(rig: Rig) -> None:
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: len(rig.written) >= 2, rig.loop)
+    rig.loop.request(Stand())
+    _wait(lambda: rig.loop.controller.mode is Mode.HOLD, rig.loop)
+
+
+class SteppableSystemClock:
+    """Test double for the system clock alone: monotonic time is the real one, system time the
+    real one plus an offset the test steps (an NTP correction, an operator setting the date)."""
+
+    def __init__(self) -> None:
+        self.offset_ns = 0
+        self.clock = Clock(monotonic_ns=time.monotonic_ns, time_ns=lambda: time.time_ns() + self.offset_ns)
+
+
+class BlockingStep:
+    """Test double with FaultInjection's interface: once armed, the next step in HOLD blocks in
+    the step lock (as a slow actor would) until released."""
+
+    def __init__(self) -> None:
+        self.armed, self.entered, self.release = threading.Event(), threading.Event(), threading.Event()
+
+    def install(self, controller) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "a step blocks until released (test)"
+
+    def before_step(self, control_tick: int) -> None:
+        pass
+
+    def after_step(self, output) -> None:
+        if self.armed.is_set() and not self.entered.is_set() and output.mode is Mode.HOLD:
+            self.entered.set()
+            self.release.wait(10.0)
+
+
+# --- e-stop never waits for a step ---------------------------------------------------------
+
+
+def test_estop_during_a_blocked_step_writes_damping_at_once_and_nothing_else_after(make_rig) -> None:
+    blocker = BlockingStep()
+    rig = make_rig(fault_injection=blocker)
+    standing(rig)
+    blocker.armed.set()
+    assert blocker.entered.wait(5.0), "no step blocked"
+    before = len(rig.written)
+    assert kp_of(rig.written[-1][1]).any()  # HOLD: stiffness on
+    reply = threading.Thread(target=rig.loop.request, args=(EStop("test"),))
+    reply.start()
+    reply.join(2.0)
+    assert not reply.is_alive(), "the e-stop waited for the running step"
+    assert not blocker.release.is_set()  # the step is still running
+    assert len(rig.written) == before + 1 and is_damping(rig.written[-1][1], rig.config)
+    assert rig.loop.mode is Mode.DAMPING and rig.loop.controller.mode is Mode.HOLD  # applied at its next step
+    assert rig.loop.fault_reason == "e-stop: test"
+    blocker.release.set()
+    _wait(lambda: rig.loop.controller.mode is Mode.DAMPING, rig.loop)
+    _wait(lambda: len(rig.written) >= before + 5, rig.loop)
+    assert all(is_damping(m, rig.config) for _, m in rig.written[before:]), "a non-damping LowCmd after the e-stop"
+    assert rig.loop.controller.fault_reason == "e-stop: test"
+    _wait(lambda: len(rig.records) >= len(rig.written) - 2, rig.loop)
+    blocked = next(r for r in rig.records if r.output.mode is Mode.HOLD and not r.output.command.kp.any())
+    np.testing.assert_array_equal(blocked.output.command.kd, rig.config.damping_kd)  # recorded as written
+
+
+def test_a_request_after_a_latched_estop_sees_damping(make_rig) -> None:
+    """Stop/Reset wait for the step lock and apply the latched e-stop first: Stop is refused in
+    DAMPING, and only Reset (to PASSIVE) lifts the damping-only latch."""
+    blocker = BlockingStep()
+    rig = make_rig(fault_injection=blocker)
+    standing(rig)
+    blocker.armed.set()
+    assert blocker.entered.wait(5.0)
+    rig.loop.request(EStop("test"))
+    blocker.release.set()
+    with pytest.raises(RejectedRequest, match="DAMPING is latched"):
+        rig.loop.request(Stop())
+    rig.loop.request(Reset())
+    assert rig.loop.mode is Mode.PASSIVE
+    _wait(lambda: rig.loop.controller.last_check is None and len(rig.records) > 0
+          and rig.records[-1].output.mode is Mode.PASSIVE, rig.loop)  # a healthy state seen in PASSIVE
+    rig.loop.request(Stand())
+    _wait(lambda: rig.loop.controller.mode is Mode.HOLD, rig.loop)
+    _, last = rig.written[-1]
+    assert kp_of(last).any()
+
+
+# --- last resort -----------------------------------------------------------------------------
+
+
+def test_a_step_that_raises_latches_damping_and_the_loop_streams_it(make_rig) -> None:
+    rig = make_rig(fault_injection=FaultInjection(parse_faults("raise@tick=40")))
+    standing(rig)
+    _wait(lambda: rig.loop.fatal_error is not None, rig.loop)
+    reason = rig.loop.fatal_error
+    assert reason.startswith("control step raised InjectedFault('injected by ASAP_ROS_FAULT_INJECTION (raise@tick=40)') "
+                             "at fault_injection.py:"), reason
+    fatal = len(rig.written)
+    _wait(lambda: len(rig.written) >= fatal + 10, rig.loop)  # damping every period, on the grid
+    assert all(is_damping(m, rig.config) for _, m in rig.written[fatal - 1:])
+    assert rig.loop.alive and rig.loop.mode is Mode.DAMPING and rig.loop.fault_reason == reason
+    assert rig.loop.controller.mode is Mode.DAMPING and rig.loop.controller.fault_reason == reason
+    _wait(lambda: len(rig.records) >= fatal + 5, rig.loop)
+    switch = [r for r in rig.records if r.output.transition is not None and r.output.transition.reason == reason]
+    assert len(switch) == 1 and switch[0].control_tick == 40 and switch[0].output.transition.to_mode is Mode.DAMPING
+    assert all(r.output.mode is Mode.DAMPING for r in rig.records if r.control_tick >= 40)
+    for request in (Reset(), Stand(), Stop()):
+        with pytest.raises(RejectedRequest, match="the control loop failed .* until asap_deploy is restarted"):
+            rig.loop.request(request)
+    rig.loop.request(EStop("still accepted"))
+
+
+def test_a_writer_that_fails_stops_the_records_and_so_the_heartbeat(make_rig) -> None:
+    """The deploy node's heartbeat is one per StepRecord, and a record exists only for a written
+    LowCmd: with a broken writer the supervisor hears silence and takes over."""
+    rig = make_rig(fail_write=lambda count: count >= 30)
+    standing(rig)
+    _wait(lambda: rig.loop.write_errors >= 5, rig.loop)
+    assert rig.loop.fatal_error == "control step raised RuntimeError('rt/lowcmd writer gone') at test_control_loop.py:" \
+        + rig.loop.fatal_error.rsplit(":", 1)[1]
+    records = len(rig.records)
+    time.sleep(0.2)
+    assert len(rig.records) == records == 30 and len(rig.written) == 30
+    assert rig.loop.alive and rig.loop.write_errors >= 10  # still trying, every period
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the thread's end is the test
+def test_the_control_thread_ending_stops_the_commands_and_records(make_rig) -> None:
+    rig = make_rig(fault_injection=FaultInjection(parse_faults("exit@tick=10")))
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: not rig.loop.alive, rig.loop)
+    assert rig.loop.fatal_error == "control thread ended: SystemExit('injected by ASAP_ROS_FAULT_INJECTION (exit@tick=10)')"
+    written, records = len(rig.written), len(rig.records)
+    time.sleep(0.2)
+    assert (len(rig.written), len(rig.records)) == (written, records) == (9, 9)
+
+
+# --- clocks ------------------------------------------------------------------------------------
+
+
+def test_a_system_clock_step_during_stand_up_changes_nothing(make_rig) -> None:
+    """The system clock steps back 10 s, then 20 s ahead, during a 0.3 s stand-up: the stand-up
+    still takes its 0.3 s on the monotonic clock, its gains ramp without a jump, no state looks
+    stale and no fault latches; only the records' stamps carry the steps."""
+    system = SteppableSystemClock()
+    rig = make_rig(clock=system.clock)
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: len(rig.written) >= 2, rig.loop)
+    began, first = time.monotonic(), len(rig.written)
+    rig.loop.request(Stand())
+    time.sleep(0.08)
+    system.offset_ns = -10 * 10**9
+    time.sleep(0.08)
+    system.offset_ns = 10 * 10**9
+    _wait(lambda: rig.loop.controller.mode is not Mode.STAND_UP, rig.loop)
+    assert rig.loop.controller.mode is Mode.HOLD, rig.loop.controller.fault_reason
+    assert time.monotonic() - began >= rig.config.stand_up_duration_s
+    knee_kp = [kp_of(m)[3] for _, m in rig.written[first:]]
+    ramp = load_robot_model().kp[3] * (1 - rig.config.stand_up_kp_start_fraction)
+    assert max(np.diff(knee_kp)) < ramp / 2, "the gains jumped"
+    _wait(lambda: len(rig.records) >= len(rig.written) - 1, rig.loop)
+    stamps = np.diff([r.stamp_ns for r in rig.records])
+    assert stamps.min() < -9 * 10**9 and stamps.max() > 19 * 10**9
+
+
+# --- control rate ------------------------------------------------------------------------------
+
+
+def test_a_control_rate_other_than_the_actors_is_refused(rig) -> None:
+    loop = rig[0]
+    with pytest.raises(ConfigError, match=r"ControlLoop: 1 / period_s: must match the actors' control_dt 0\.02 s "
+                                          r"\(50 Hz, phase\.control_dt in .*CR7_level1\.yaml\)"):
+        ControlLoop(loop.controller, lambda payload: None, period_s=0.025)
+    with pytest.raises(ConfigError, match=r"deploy\.yaml: control_rate_hz: must match .* \(got 40\.0\)"):
+        check_control_rate(40.0, loop.controller, "deploy.yaml")
+    check_control_rate(50.0, loop.controller, "deploy.yaml")
