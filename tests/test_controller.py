@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from asap_ros.controller import (
+    Blend,
     Controller,
     ControllerConfig,
     EStop,
@@ -32,7 +33,7 @@ from asap_ros.errors import ConfigError, RejectedRequest
 from asap_ros.paths import config_file, policies_dir
 from asap_ros.policy import PolicyOutput, PolicyRunner
 from asap_ros.robot import RobotModel, load_robot_model
-from asap_ros.state import NUM_MOTORS, RobotState
+from asap_ros.state import NUM_MOTORS, JointCommand, RobotState
 
 MOTION = "CR7_level1"
 T0 = 1_700_000_000_000_000_000
@@ -342,6 +343,8 @@ FAULTS = [
     ("joint speed", _set("dq", KNEE, 25.0), False, 1, "joint left_knee_joint speed 25.00 rad/s"),
     ("torso tilt", _set("quat_wxyz", None, _tilted(70.0)), False, 1, "torso tilt 70.0 deg"),
     ("overheating", _set("temperature", KNEE, 95.0), False, 1, "overheating: motor left_knee_joint at 95 C"),
+    ("motor error", _set("motor_error", KNEE, 0x200), False, 1,
+     "motor left_knee_joint reports error state 0x00000200 (winding overheating)"),
     ("deadline misses", None, True, "max_consecutive_late_steps", "consecutive late control steps"),
     # corrupted samples are never used: the last valid one ages until it is stale (3 x 20 ms)
     ("bad crc", _set("crc_ok", None, False), False, 3, "stale robot state: 61.0 ms old"),
@@ -572,3 +575,135 @@ def test_consecutive_bad_crc_fault_before_staleness(robot: RobotModel, config, r
     out = rig.step(dt=0.002, corrupt=_set("crc_ok", None, False))
     assert_damping(out, config)
     assert out.fault == "2 consecutive state CRC mismatches (limit 2)"
+
+
+# --- clocks -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step_s", [10.0, -10.0], ids=["ahead", "back"])
+@pytest.mark.parametrize("mode", [Mode.STAND_UP, Mode.HOLD, Mode.PREPARE, Mode.TRACKING], ids=lambda m: m.name)
+def test_a_system_clock_step_changes_no_command(robot, config, runners, mode: Mode, step_s: float) -> None:
+    """Twin rigs; in one the system clock steps by +-10 s one step into the mode: every command,
+    mode and transition stays the same through the rest of the mode and the next, except the
+    transitions' stamps (system time), which carry the step."""
+    rig, twin = Rig(robot, config, runners[0]), Rig(robot, config, runners[1])
+    for r in (rig, twin):
+        r.bring_to(mode)
+    rig.wall_offset += int(step_s * 1e9)
+    steps = {Mode.STAND_UP: 520, Mode.HOLD: 60, Mode.PREPARE: 140, Mode.TRACKING: 60}[mode]
+    transitions = 0
+    for _ in range(steps):
+        out, expected = rig.step(), twin.step()
+        assert (out.mode, out.fault) == (expected.mode, expected.fault)
+        for name in ("q", "kp", "kd"):
+            np.testing.assert_array_equal(getattr(out.command, name), getattr(expected.command, name))
+        assert (out.transition is None) == (expected.transition is None)
+        if out.transition is not None:
+            transitions += 1
+            assert dataclasses.replace(out.transition, stamp_ns=0) == dataclasses.replace(expected.transition, stamp_ns=0)
+            assert out.transition.stamp_ns - expected.transition.stamp_ns == int(step_s * 1e9)
+    assert transitions == (1 if mode in (Mode.STAND_UP, Mode.PREPARE) else 0)  # -> HOLD, -> TRACKING
+    assert rig.controller.mode is not Mode.DAMPING
+
+
+def test_a_zero_length_blend_is_at_its_end_at_once(robot) -> None:
+    start = JointCommand(q=np.zeros(NUM_MOTORS), kp=np.zeros(NUM_MOTORS), kd=np.zeros(NUM_MOTORS))
+    blend = Blend.between(start, robot.default_q, robot.kp, robot.kd, now_ns=1_000, duration_s=0.0)
+    for now_ns in (0, 1_000, 2_000):  # before its start too: never a division by zero
+        np.testing.assert_array_equal(blend.command(now_ns).q, robot.default_q)
+        np.testing.assert_array_equal(blend.command(now_ns).kp, robot.kp)
+
+
+# --- per-step target change limit --------------------------------------------------------
+
+
+def _target_step_fault(rig: Rig, config: ControllerConfig, mode: Mode, joint: str) -> StepOutput:
+    """The next step latches DAMPING from ``mode`` for a target jump of ``joint``."""
+    out = rig.step()
+    assert_damping(out, config)
+    assert out.fault.startswith(f"{mode.name}: target of {joint} jumps ")
+    assert out.fault.endswith(f"rad; limit {config.safety.max_target_step_rad:g} rad)")
+    rig.step()  # reports the DAMPING transition if the request's was still queued
+    assert (mode, Mode.DAMPING) in rig.transitions()
+    return out
+
+
+@pytest.fixture
+def limited(config: ControllerConfig) -> ControllerConfig:
+    """The shipped target-step limit (the module's config lifts it for the no-dynamics rig)."""
+    return dataclasses.replace(config, safety=load_controller_config().safety)
+
+
+def test_stand_up_target_is_compared_with_the_measured_pose_of_a_limp_joint(robot, limited, runners) -> None:
+    """PASSIVE has no stiffness: the first stand-up target is checked against where the joint is.
+    A knee that swung 1.3 rad between the Stand and the first stand-up step faults."""
+    rig = Rig(robot, limited, runners[0])
+    rig.step()
+    rig.request(Stand())
+    rig.q[KNEE] += 1.3
+    _target_step_fault(rig, limited, Mode.STAND_UP, "left_knee_joint")
+
+
+def test_a_one_step_prepare_blend_to_a_far_pose_faults(robot, limited, runners) -> None:
+    """The shortest blend the loader accepts (one control step) is a jump: to a start pose 1.5 rad
+    away it latches DAMPING instead of being sent."""
+    real = runners[0]
+    pose = real.spec.prepare_pose.copy()
+    pose[16] += 1.5  # left shoulder roll
+    spec = dataclasses.replace(real.spec, prepare_blend_s=real.spec.control_dt, prepare_pose=pose)
+    rig = Rig(robot, limited, PolicyRunner(spec, robot, real.actor))
+    rig.bring_to(Mode.HOLD)
+    rig.step(limited.return_blend_s)
+    rig.request(Start(MOTION))
+    _target_step_fault(rig, limited, Mode.PREPARE, "left_shoulder_roll_joint")
+
+
+def test_a_wild_actor_output_within_the_clip_is_a_target_jump(robot, limited, runners) -> None:
+    """Raw output 10 on the knee (inside +-100) targets the knee's upper limit: a jump, a fault."""
+    rig = Rig(robot, limited, corrupted_runner(runners[0], at_tick=3, value=10.0, index=KNEE))
+    rig.bring_to(Mode.TRACKING)
+    assert [rig.step().mode for _ in range(2)] == [Mode.TRACKING] * 2
+    out = _target_step_fault(rig, limited, Mode.TRACKING, "left_knee_joint")
+    assert out.policy.q_target[KNEE] == pytest.approx(0.25 * 10.0 + 0.3)  # what would have gone out, at kp 200
+
+
+# --- motor temperature, graded -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [Mode.PREPARE, Mode.TRACKING], ids=lambda m: m.name)
+def test_a_motor_above_the_abort_level_returns_the_motion_to_hold(rig: Rig, robot, config, mode: Mode) -> None:
+    rig.bring_to(mode)
+    last = rig.outputs[-1].command.q.copy()
+    hot = _set("temperature", KNEE, 80.0)
+    out = rig.step(corrupt=hot)
+    reason = f"motion {MOTION} aborted: motor left_knee_joint at 80 C is above the abort limit 75 C"
+    assert out.mode is Mode.HOLD and out.fault is None and rig.controller.fault_reason is None
+    assert (out.transition.from_mode, out.transition.to_mode, out.transition.reason) == (mode, Mode.HOLD, reason)
+    assert rig.controller.motion_abort == reason and rig.controller.motion is None and out.policy is None
+    np.testing.assert_array_equal(out.command.q, last)  # the return blend starts at the motion's last targets
+    for _ in range(5):  # standing is allowed while hot; no motion starts
+        assert rig.step(corrupt=hot).mode is Mode.HOLD
+    with pytest.raises(RejectedRequest, match="motor left_knee_joint at 80 C is above the start limit 65 C"):
+        rig.request(Start(MOTION))
+    out = rig.step(corrupt=_set("temperature", KNEE, 86.0))
+    assert_damping(out, config)
+    assert out.fault == "overheating: motor left_knee_joint at 86 C (limit 85 C)"
+
+
+def test_a_warm_motor_refuses_start_but_keeps_a_running_motion(rig: Rig) -> None:
+    rig.bring_to(Mode.TRACKING)
+    for _ in range(3):
+        assert rig.step(corrupt=_set("temperature", KNEE, 70.0)).mode is Mode.TRACKING
+    assert rig.controller.motion_abort is None
+
+
+# --- control rate --------------------------------------------------------------------------
+
+
+def test_actors_with_another_control_dt_are_refused(robot, config, runners) -> None:
+    real = runners[0]
+    other = PolicyRunner(dataclasses.replace(real.spec, control_dt=0.01), robot, real.actor)
+    with pytest.raises(ConfigError, match=r"CR7_level1\.yaml: phase\.control_dt: differs from .*CR7_level1\.yaml "
+                                          r"\(0\.02 s\): all actors run at one control rate \(got 0\.01\)"):
+        Controller(robot, {MOTION: real, "other": other}, config)
+    assert Controller(robot, {MOTION: real}, config).control_dt == 0.02

@@ -370,21 +370,21 @@ def test_stop_in_prepare_keeps_the_actor_running(rig: Rig) -> None:
     assert out.hold_policy.obs[HISTORY].any()
 
 
-def corrupted_standing_runner(real: PolicyRunner, at_tick: int, how: str) -> PolicyRunner:
-    """Test double, minimal: a runner of the real standing actor whose raw output[2] is +inf (or
-    which raises) at its step ``at_tick``, before the runner clips it.
+def corrupted_standing_runner(real: PolicyRunner, at_tick: int, index: int, value: float | Exception) -> PolicyRunner:
+    """Test double, minimal: a runner of the real standing actor whose raw output ``index`` is
+    ``value`` (or which raises ``value``) at its step ``at_tick``, before the runner clips it.
 
-    A trained actor does not output inf or raise on a healthy state, so the controller's check
-    of the standing actor's output can only be reached by corrupting it.
+    A trained actor does not output inf, wild values or raise on a healthy state, so the
+    controller's check of the standing actor's output can only be reached by corrupting it.
     """
     runner = PolicyRunner(real.spec, real.robot, real.actor)
 
     def actor(obs: np.ndarray) -> np.ndarray:
         output = real.actor(obs)
         if runner.tick == at_tick:
-            if how == "raise":
-                raise FloatingPointError("actor diverged")
-            output[2] = np.inf
+            if isinstance(value, Exception):
+                raise value
+            output[index] = value
         return output
 
     runner.actor = actor
@@ -392,19 +392,24 @@ def corrupted_standing_runner(real: PolicyRunner, at_tick: int, how: str) -> Pol
 
 
 @pytest.mark.parametrize(
-    ("how", "reason"),
-    [("inf", "hold policy dec_loco_stand: actor output[2] (left_hip_yaw_joint) is inf"),
-     ("raise", "hold policy dec_loco_stand step failed: FloatingPointError('actor diverged')")],
+    ("index", "value", "reason"),
+    [(2, np.inf, "hold policy dec_loco_stand: actor output[2] (left_hip_yaw_joint) is inf"),
+     (3, 20.0, "HOLD: target of left_knee_joint jumps "),
+     (0, FloatingPointError("actor diverged"),
+      "hold policy dec_loco_stand step failed: FloatingPointError('actor diverged')")],
+    ids=["inf", "target jump", "raise"],
 )  # fmt: skip
-def test_standing_actor_output_fault_latches_damping(robot, config, motion, how: str, reason: str) -> None:
-    standing = corrupted_standing_runner(PolicyRunner.from_spec_file(STAND_SPEC, robot), at_tick=5, how=how)
+def test_standing_actor_output_fault_latches_damping(robot, config, motion, index, value, reason: str) -> None:
+    """inf, a raw output inside the clip that throws the knee target to its limit (20 -> 2.88 rad),
+    an exception: each latches DAMPING in HOLD."""
+    standing = corrupted_standing_runner(PolicyRunner.from_spec_file(STAND_SPEC, robot), 5, index, value)
     rig = Rig(Controller(robot, {MOTION: motion}, config, hold_policy=standing))
     rig.to_hold()
     rig.step(0.2)
     out = next(o for o in rig.outputs if o.mode is Mode.DAMPING)
-    assert out.fault == reason and out.transition.from_mode is Mode.HOLD
+    assert out.fault.startswith(reason) and out.transition.from_mode is Mode.HOLD
     np.testing.assert_array_equal(out.command.kp, np.zeros(NUM_MOTORS))
-    assert (out.hold_policy is not None) == (how == "inf") and out.policy is None
+    assert (out.hold_policy is not None) == (not isinstance(value, Exception)) and out.policy is None
 
 
 def test_state_checks_apply_while_the_actor_stands(rig: Rig) -> None:
