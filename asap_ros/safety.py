@@ -156,7 +156,7 @@ def check_target_step(
     A joint that had position stiffness in the previous command (kp > 0) is compared with its
     previous target, one without (PASSIVE, DAMPING) with its measured position.
     """
-    reference = np.where(previous_kp > 0, previous_target, measured_q)
+    reference = step_reference(previous_target, previous_kp, measured_q)
     jump = np.abs(q_target - reference)
     over = ~(jump <= limit_rad)
     if over.any():
@@ -164,6 +164,12 @@ def check_target_step(
         return (f"target of {names[i]} jumps {jump[i]:.3f} rad in one step ({reference[i]:.3f} -> "
                 f"{q_target[i]:.3f} rad; limit {limit_rad:g} rad)")
     return None
+
+
+def step_reference(previous_target: np.ndarray, previous_kp: np.ndarray, measured_q: np.ndarray) -> np.ndarray:
+    """What a new target is compared with: the previous target where it had stiffness, else the
+    measured position."""
+    return np.where(previous_kp > 0, previous_target, measured_q)
 
 
 def check_position_limits(
