@@ -416,6 +416,36 @@ def test_control_topic_lowers_and_releases_the_band(dds_domain, lowcmd_pub):
     assert late[-1].pelvis_pos[2] < start_height - 0.05  # limp and unsupported: falling
 
 
+def test_control_topic_sets_motor_error_bits_and_temperatures_seen_in_the_lowstate(dds_domain, lowcmd_pub):
+    """The motor-health actions over rt/asap_sim/control, read back as the control loop reads
+    rt/lowstate (PolledReader, the runtime's decoder)."""
+    from asap_ros.sim.dds_types import MOTOR_ERROR, MOTOR_TEMPERATURE, MOTOR_TEMPERATURE_RELEASE
+
+    client, reader = SimControlClient(), PolledReader("rt/lowstate", LowState_)
+
+    def newest_state() -> RobotState:
+        return g1.decode_lowstate_cdr(*reader.next_arrival(1.0))
+
+    try:
+        with running_sim(dds_domain) as sim:
+            client.send(MOTOR_ERROR, 0x8000, motor=KNEES[1])
+            client.send(MOTOR_TEMPERATURE, 81.0, motor=KNEES[0])
+            wait_for(lambda: sim.controls_applied == 2, 2.0, "the motor actions")
+            state = newest_state()
+            assert state.crc_ok and state.motor_error[KNEES[1]] == 0x8000 and state.motor_error.sum() == 0x8000
+            assert state.temperature[KNEES[0]] == 81.0 and state.temperature[KNEES[1]] < 50.0
+            client.send(MOTOR_ERROR, 0, motor=KNEES[1])
+            client.send(MOTOR_TEMPERATURE_RELEASE, motor=-1)
+            client.send(MOTOR_ERROR, 1, motor=40)  # refused: no such motor
+            wait_for(lambda: sim.controls_applied == 4 and sim.controls_rejected == 1, 2.0, "clearing them")
+            state = newest_state()
+            assert not state.motor_error.any() and state.temperature.max() < 50.0
+            assert "motor must be 0..28, got 40" in sim.last_control_problem
+    finally:
+        client.close()
+        reader.close()
+
+
 def test_mocap_publishes_pelvis_pose_stamped_at_capture(dds_domain, lowcmd_pub):
     import rclpy
     from geometry_msgs.msg import PoseStamped
