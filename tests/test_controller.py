@@ -31,8 +31,9 @@ from asap_ros.controller import (
 )
 from asap_ros.errors import ConfigError, RejectedRequest
 from asap_ros.paths import config_file, policies_dir
-from asap_ros.policy import PolicyOutput, PolicyRunner
+from asap_ros.policy import PolicyRunner
 from asap_ros.robot import RobotModel, load_robot_model
+from asap_ros.testing.actors import corrupted_runner
 from asap_ros.state import NUM_MOTORS, JointCommand, RobotState
 
 MOTION = "CR7_level1"
@@ -389,27 +390,6 @@ def test_passive_never_latches_and_never_passes_state_through(rig: Rig, config, 
     assert rig.controller.mode is Mode.STAND_UP
 
 
-def corrupted_runner(real: PolicyRunner, at_tick: int, value: float | Exception, index: int = 5) -> PolicyRunner:
-    """Test double, minimal: a runner of the real CR7 actor whose raw output ``index`` is replaced
-    by ``value`` (or which raises ``value``) at motion step ``at_tick``, before the runner clips it.
-
-    A trained actor does not produce NaN, wild values or raise on a healthy state, so the fault
-    paths for the actor output can only be reached by corrupting it.
-    """
-    runner = PolicyRunner(real.spec, real.robot, real.actor)
-
-    def actor(obs: np.ndarray) -> np.ndarray:
-        output = real.actor(obs)
-        if runner.tick == at_tick:
-            if isinstance(value, Exception):
-                raise value
-            output[index] = value
-        return output
-
-    runner.actor = actor
-    return runner
-
-
 @pytest.mark.parametrize(
     ("value", "reason"),
     [
@@ -423,7 +403,7 @@ def corrupted_runner(real: PolicyRunner, at_tick: int, value: float | Exception,
 )
 def test_actor_output_is_checked_before_clipping(robot, config, runners, value, reason: str) -> None:
     """A wild raw output latches DAMPING in that step: never a clipped joint-limit target at full kp."""
-    rig = Rig(robot, config, corrupted_runner(runners[0], at_tick=3, value=value))
+    rig = Rig(robot, config, corrupted_runner(runners[0], 3, 5, value))
     rig.bring_to(Mode.TRACKING)  # ran tick 0
     for _ in range(2):
         assert rig.step().mode is Mode.TRACKING
@@ -438,7 +418,7 @@ def test_actor_output_is_checked_before_clipping(robot, config, runners, value, 
 
 
 def test_an_output_at_the_clip_is_no_fault(robot, config, runners) -> None:
-    rig = Rig(robot, config, corrupted_runner(runners[0], at_tick=3, value=100.0))
+    rig = Rig(robot, config, corrupted_runner(runners[0], 3, 5, 100.0))
     rig.bring_to(Mode.TRACKING)
     outputs = [rig.step() for _ in range(3)]
     assert [o.mode for o in outputs] == [Mode.TRACKING] * 3
@@ -660,7 +640,7 @@ def test_a_one_step_prepare_blend_to_a_far_pose_faults(robot, limited, runners) 
 
 def test_a_wild_actor_output_within_the_clip_is_a_target_jump(robot, limited, runners) -> None:
     """Raw output 10 on the knee (inside +-100) targets the knee's upper limit: a jump, a fault."""
-    rig = Rig(robot, limited, corrupted_runner(runners[0], at_tick=3, value=10.0, index=KNEE))
+    rig = Rig(robot, limited, corrupted_runner(runners[0], 3, KNEE, 10.0))
     rig.bring_to(Mode.TRACKING)
     assert [rig.step().mode for _ in range(2)] == [Mode.TRACKING] * 2
     out = _target_step_fault(rig, limited, Mode.TRACKING, "left_knee_joint")

@@ -24,9 +24,10 @@ from asap_ros.controller import Controller, ControllerConfig, Mode, Stand, Start
 from asap_ros.errors import ConfigError
 from asap_ros.observation import ObservationBuilder
 from asap_ros.paths import config_file, policies_dir
-from asap_ros.policy import PolicyOutput, PolicyRunner
+from asap_ros.policy import PolicyRunner
 from asap_ros.policy_spec import PolicySpec, load_policy_spec
 from asap_ros.robot import RobotModel, load_robot_model
+from asap_ros.testing.actors import corrupted_runner
 from asap_ros.state import NUM_MOTORS, JointCommand, RobotState
 
 STAND_SPEC = policies_dir() / "dec_loco_stand.yaml"
@@ -370,27 +371,6 @@ def test_stop_in_prepare_keeps_the_actor_running(rig: Rig) -> None:
     assert out.hold_policy.obs[HISTORY].any()
 
 
-def corrupted_standing_runner(real: PolicyRunner, at_tick: int, index: int, value: float | Exception) -> PolicyRunner:
-    """Test double, minimal: a runner of the real standing actor whose raw output ``index`` is
-    ``value`` (or which raises ``value``) at its step ``at_tick``, before the runner clips it.
-
-    A trained actor does not output inf, wild values or raise on a healthy state, so the
-    controller's check of the standing actor's output can only be reached by corrupting it.
-    """
-    runner = PolicyRunner(real.spec, real.robot, real.actor)
-
-    def actor(obs: np.ndarray) -> np.ndarray:
-        output = real.actor(obs)
-        if runner.tick == at_tick:
-            if isinstance(value, Exception):
-                raise value
-            output[index] = value
-        return output
-
-    runner.actor = actor
-    return runner
-
-
 @pytest.mark.parametrize(
     ("index", "value", "reason"),
     [(2, np.inf, "hold policy dec_loco_stand: actor output[2] (left_hip_yaw_joint) is inf"),
@@ -402,7 +382,7 @@ def corrupted_standing_runner(real: PolicyRunner, at_tick: int, index: int, valu
 def test_standing_actor_output_fault_latches_damping(robot, config, motion, index, value, reason: str) -> None:
     """inf, a raw output inside the clip that throws the knee target to its limit (20 -> 2.88 rad),
     an exception: each latches DAMPING in HOLD."""
-    standing = corrupted_standing_runner(PolicyRunner.from_spec_file(STAND_SPEC, robot), 5, index, value)
+    standing = corrupted_runner(PolicyRunner.from_spec_file(STAND_SPEC, robot), 5, index, value)
     rig = Rig(Controller(robot, {MOTION: motion}, config, hold_policy=standing))
     rig.to_hold()
     rig.step(0.2)

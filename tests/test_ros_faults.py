@@ -50,6 +50,19 @@ def fault_text(system: System, prefix: str) -> str:
     return system.ros.latched[FAULT]
 
 
+def track_until_fault(system: System, faults: str, fault_prefix: str) -> tuple[int, str, object]:
+    """A deploy process with ``faults``, tracking until its fault starts with ``fault_prefix``:
+    ``(its writer, the fault, its first damping LowCmd sample)``."""
+    injected(system, faults)
+    writer = deploy_writer(system)
+    system.track()
+    tracking = time.time_ns()
+    reason = fault_text(system, fault_prefix)
+    damping = system.lowcmd.wait_for(lambda s: s.damping and s.writer == writer, tracking, 5.0)
+    assert damping is not None, "no damping LowCmd from asap_deploy"
+    return writer, reason, damping
+
+
 def only_damping_after(system: System, writer: int, since_ns: int) -> int:
     """The number of this writer's samples after ``since_ns``; AssertionError if one is not damping."""
     samples = system.lowcmd.from_writer(writer, since_ns)
@@ -76,13 +89,8 @@ def status_showing(system: System, line: str, tries: int = 3) -> str:
 
 
 def test_a_step_that_raises_ends_in_damping_streamed_by_the_deploy_node(system):
-    injected(system, "raise@motion_tick=30")
-    writer = deploy_writer(system)
-    system.track()
-    tracking = time.time_ns()
-    reason = fault_text(system, "control step raised InjectedFault(")
-    damping = system.lowcmd.wait_for(lambda s: s.damping and s.writer == writer, tracking, 5.0)
-    assert damping is not None and system.ros.wait_mode("DAMPING", 5.0)
+    writer, reason, damping = track_until_fault(system, "raise@motion_tick=30", "control step raised InjectedFault(")
+    assert system.ros.wait_mode("DAMPING", 5.0)
     time.sleep(1.0)
     streamed = only_damping_after(system, writer, damping.stamp_ns)
     assert streamed >= 40, f"{streamed} damping LowCmds in ~1 s"  # every period, not once
@@ -110,14 +118,8 @@ def test_a_control_thread_that_ends_silences_the_heartbeat_and_the_supervisor_ta
 
 
 def test_an_inf_actor_output_latches_damping_instead_of_a_joint_limit_target(system):
-    injected(system, "inf=3@motion_tick=40")
-    writer = deploy_writer(system)
-    system.track()
-    tracking = time.time_ns()
-    reason = fault_text(system, "policy kick_level1: ")
+    writer, reason, damping = track_until_fault(system, "inf=3@motion_tick=40", "policy kick_level1: ")
     assert reason == "policy kick_level1: actor output[3] (left_knee_joint) is inf"
-    damping = system.lowcmd.wait_for(lambda s: s.damping and s.writer == writer, tracking, 5.0)
-    assert damping is not None
     time.sleep(0.3)
     only_damping_after(system, writer, damping.stamp_ns)
 

@@ -1,0 +1,1 @@
+"""Test support: doubles for what cannot be provoked from a trained actor or a real robot."""
