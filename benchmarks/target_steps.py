@@ -5,7 +5,7 @@ Each actor runs the scripted operator sequence lock-step on the simulated G1 (``
 rollout``: stand-up, HOLD with the standing actor, PREPARE blend, TRACKING, HOLD blend back),
 with the limit lifted so that nothing is cut short. Per mode it prints the largest change of any
 joint's target from one step to the next (compared as the check compares it:
-``asap_ros.safety.step_reference``), its p99, where it happened, and how many steps the shipped
+``asap_ros.core.safety.step_reference``), its p99, where it happened, and how many steps the shipped
 limit would have faulted.
 
     .venv/bin/python benchmarks/target_steps.py [--profiles nominal weak_knees worn] [--stand-up-s 10]
@@ -24,11 +24,11 @@ import numpy as np
 import yaml
 
 from asap_ros.commands.rollout import LockstepG1, run_lockstep
-from asap_ros.controller import load_controller_config
-from asap_ros.paths import config_file, policies_dir
-from asap_ros.safety import step_reference
-from asap_ros.session import prepare_run
-from asap_ros.state_machine import Mode
+from asap_ros.config.controller import load_controller_config
+from asap_ros.config.paths import config_file, policies_dir
+from asap_ros.core.safety import step_reference
+from asap_ros.core.state_machine import Mode
+from asap_ros.sim.session import prepare_run
 
 ACTORS = ("CR7_level1", "kick_level1", "APT_level1")
 MODES = (Mode.STAND_UP, Mode.HOLD, Mode.PREPARE, Mode.TRACKING)

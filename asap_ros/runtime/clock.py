@@ -8,8 +8,8 @@ system clock (NTP, an operator setting the date) therefore changes no command.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)

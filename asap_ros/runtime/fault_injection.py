@@ -1,6 +1,6 @@
 """Test support: make a real control step raise, stall, end its thread, or see a wild actor output.
 
-Read once, when a :class:`~asap_ros.control_loop.ControlLoop` is built, from the environment
+Read once, when a :class:`~asap_ros.runtime.control_loop.ControlLoop` is built, from the environment
 variable ``ASAP_ROS_FAULT_INJECTION``. Absent (always, in operation) nothing is installed and the
 loop pays one ``is None`` test per step; set, the loop logs a warning naming it. One or more
 ``FAULT@TRIGGER`` separated by ``;``::
@@ -9,11 +9,11 @@ loop pays one ``is None`` test per step; set, the loop logs a warning naming it.
     slow=0.3@motion_tick=25+    from the motion actor's step 25 on, every step takes 0.3 s longer
     inf@motion_tick=40          the motion actor's raw output[0] is +inf at its step 40
     nan=3@motion_tick=40        ... output[3] is NaN
-    exit@tick=300               the control thread ends (SystemExit): no LowCmd, no heartbeat
+    exit@tick=300               the control thread ends (SystemExit): no LowCmd, no lease beat
 
 FAULT is ``raise``, ``slow=SECONDS``, ``exit``, ``inf[=INDEX]`` or ``nan[=INDEX]`` (INDEX: the
 actor's output index, in its spec's ``driven_joints`` order; default 0). TRIGGER is ``tick=N``
-(the step whose ``StepRecord.control_tick``, and heartbeat, is N; 1 is the first step that
+(the step whose ``StepRecord.control_tick`` is N; 1 is the first step that
 writes) or ``motion_tick=N`` (the motion actor's step N, 0 first, in every TRACKING run); a
 trailing ``+`` fires on every later step too. ``raise``, ``slow`` and ``exit`` act after the
 controller computed the step, inside the control loop's step lock (a slow actor, an exception
@@ -26,12 +26,13 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 
 ENV_VAR = "ASAP_ROS_FAULT_INJECTION"
 STEP_FAULTS = ("raise", "slow", "exit")

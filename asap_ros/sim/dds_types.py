@@ -23,7 +23,7 @@ BAND_RELEASE = "band_release"
 BAND_ATTACH = "band_attach"
 REMOTE_BUTTONS = "remote_buttons"
 """Press exactly these wireless-remote buttons: ``value`` is the 16-bit button field of
-``LowState.wireless_remote`` (bytes 2-3, see :mod:`asap_ros.remote`); 0 releases them all."""
+``LowState.wireless_remote`` (bytes 2-3, see :mod:`asap_ros.core.remote`); 0 releases them all."""
 MOTOR_ERROR = "motor_error"
 """Motor ``motor`` (0..28) reports ``value`` as its error bits (``MotorState_.motorstate``, an
 integer 0..2^32-1) from now on; 0 clears it."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asap_ros.policy import PolicyRunner
+from asap_ros.core.policy import PolicyRunner
 
 
 def corrupted_runner(real: PolicyRunner, at_tick: int, index: int, value: float | Exception) -> PolicyRunner:

@@ -8,13 +8,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from asap_ros.controller import Controller, load_controller_config
-from asap_ros.errors import ConfigError
-from asap_ros.paths import policies_dir
-from asap_ros.policy import PolicyRunner
-from asap_ros.robot import load_robot_model
+from asap_ros.config.controller import load_controller_config
+from asap_ros.config.paths import policies_dir
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.controller import Controller
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.state import NUM_MOTORS, RobotState
 from asap_ros.runtime.fault_injection import ENV_VAR, Fault, FaultInjection, InjectedFault, parse_faults
-from asap_ros.state import NUM_MOTORS, RobotState
+from asap_ros.runtime.policies import build_controller, load_policy_runner
 
 
 def test_absent_means_nothing_is_installed() -> None:
@@ -61,8 +62,8 @@ def test_a_bad_value_names_the_variable_and_the_part(text: str, problem: str) ->
 @pytest.fixture
 def controller() -> Controller:
     robot = load_robot_model()
-    runner = PolicyRunner.from_spec_file(policies_dir() / "CR7_level1.yaml", robot)
-    return Controller(robot, {"CR7_level1": runner}, load_controller_config())
+    runner = load_policy_runner(policies_dir() / "CR7_level1.yaml", robot)
+    return build_controller(robot, {"CR7_level1": runner}, load_controller_config())
 
 
 def test_inf_replaces_the_motion_actors_raw_output_at_its_step(controller: Controller) -> None:

@@ -8,12 +8,12 @@ import re
 import numpy as np
 import pytest
 
-from asap_ros import g1
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
+from asap_ros.core.state import NUM_MOTORS, RobotState
+from asap_ros.g1.codec import decode_lowstate_cdr
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.dds_types import MOTOR_ERROR, MOTOR_TEMPERATURE, MOTOR_TEMPERATURE_RELEASE
 from asap_ros.sim.simulator import Simulator
-from asap_ros.state import NUM_MOTORS, RobotState
 
 KNEE = 3
 
@@ -27,7 +27,7 @@ def published(sim: Simulator) -> RobotState:
     """Apply the queued requests (as the physics thread does), encode a LowState, decode it."""
     sim._apply_requests()
     reading = sim.reading(np.zeros(NUM_MOTORS), np.ones(NUM_MOTORS, dtype=bool))
-    return g1.decode_lowstate_cdr(sim.lowstate.encode(1, reading), 0, 0)
+    return decode_lowstate_cdr(sim.lowstate.encode(1, reading), 0, 0)
 
 
 def test_error_bits_and_temperatures_reach_the_lowstate_until_cleared(sim: Simulator) -> None:
