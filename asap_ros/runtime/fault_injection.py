@@ -13,8 +13,8 @@ loop pays one ``is None`` test per step; set, the loop logs a warning naming it.
 
 FAULT is ``raise``, ``slow=SECONDS``, ``exit``, ``inf[=INDEX]`` or ``nan[=INDEX]`` (INDEX: the
 actor's output index, in its spec's ``driven_joints`` order; default 0). TRIGGER is ``tick=N``
-(the step whose ``StepRecord.control_tick`` is N; 1 is the first step that
-writes) or ``motion_tick=N`` (the motion actor's step N, 0 first, in every TRACKING run); a
+(the step whose ``StepRecord.control_tick`` is N; 1 is the first step
+after the first LowState) or ``motion_tick=N`` (the motion actor's step N, 0 first, in every TRACKING run); a
 trailing ``+`` fires on every later step too. ``raise``, ``slow`` and ``exit`` act after the
 controller computed the step, inside the control loop's step lock (a slow actor, an exception
 escaping the step); its command is then not written. ``inf``/``nan`` replace the actor's output

@@ -102,7 +102,7 @@ def test_a_step_that_raises_ends_in_damping_streamed_by_the_deploy_node(system):
     assert "mode: DAMPING" in status and "fault: control step raised InjectedFault(" in status, status
 
 
-def test_a_control_thread_that_ends_silences_the_heartbeat_and_the_supervisor_takes_over(system):
+def test_a_control_thread_that_ends_silences_the_lease_and_the_supervisor_takes_over(system):
     injected(system, "exit@motion_tick=30")
     writer = deploy_writer(system)
     system.track()
