@@ -117,17 +117,25 @@ def status_lines(client: OperatorClient) -> list[str]:
     if f"/{d}/mode" not in got:
         raise AsapError(f"no /{d}/mode within {client.timeout_s:g} s: is asap_deploy running?")
     lines = [f"mode: {got[f'/{d}/mode'].data}", f"fault: {getattr(got.get(f'/{d}/fault'), 'data', '') or '-'}"]
-    statuses = {st.name: {kv.key: kv.value for kv in st.values} for st in getattr(got.get("/diagnostics"), "status", [])}
+    diagnostics = getattr(got.get("/diagnostics"), "status", [])
+    statuses = {st.name: {kv.key: kv.value for kv in st.values} for st in diagnostics}
+    messages = {st.name: st.message for st in diagnostics}
     controller = statuses.get(f"{d}: controller", {})
     lines.append(f"motion: {controller.get('motion') or '-'}")
+    if controller.get("motion_abort"):
+        lines.append(f"last motion: {controller['motion_abort']}")
     loop = statuses.get(f"{d}: control loop")
-    if loop:
+    if loop and loop.get("control_error"):
+        lines.append(f"control loop: FAILED: {loop['control_error']}")
+    elif loop:
         lines.append(
             "control loop: {steps} steps, latency p50 {p50} / p99 {p99} / max {mx} us, deadline misses {miss}".format(
                 steps=loop.get("steps", "?"), p50=loop.get("latency_p50_us", "?"), p99=loop.get("latency_p99_us", "?"),
                 mx=loop.get("latency_max_us", "?"), miss=loop.get("deadline_misses", "?")))
     else:
         lines.append("control loop: no diagnostics yet")
+    if f"{d}: motor temperatures" in messages:
+        lines.append(f"motors: {messages[f'{d}: motor temperatures']}")
     if f"/{s}/state" in got:
         writes = getattr(got.get(f"/{s}/lowcmd_writes"), "data", 0)
         lines.append(f"supervisor: {got[f'/{s}/state'].data} (rt/lowcmd writes: {writes})")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from asap_ros.g1.codec import LowCmdEncoder, state_from_record
 from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_WIRE
 
 CONTROL_DT_S = 0.02
+"""Control period of ASAP's actors (the runs use the actors' own ``phase.control_dt``)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class LockstepG1:
     """The simulated G1 of ``asap_sim`` (same physics, motors, profile, wire format), stepped by the caller."""
 
-    def __init__(self, profile: str, assets_dir: str | Path | None = None):
+    def __init__(self, profile: str, assets_dir: str | Path | None = None, control_dt_s: float = CONTROL_DT_S):
         from asap_ros.sim.config import load_sim_config
         from asap_ros.sim.simulator import Simulator
 
@@ -47,7 +49,7 @@ class LockstepG1:
         self.sim = Simulator(config, domain=0, assets_dir=assets_dir)  # parts only: start() (DDS) is never called
         self.config = config
         self.physics = self.sim.physics
-        self._substeps = round(CONTROL_DT_S * config.physics_rate_hz)
+        self._substeps = round(control_dt_s * config.physics_rate_hz)
         self._tau = np.zeros(len(self.physics.effort_limit))
         self._enabled = np.zeros(len(self._tau), dtype=bool)
         self._cmd_encoder = LowCmdEncoder()
@@ -58,10 +60,11 @@ class LockstepG1:
         return round(self.physics.time * 1e9)
 
     def read_state(self):
-        """The LowState the robot would publish now, decoded as the runtime decodes it."""
+        """The LowState the robot would publish now, decoded as the runtime decodes it (both
+        stamps on the simulated clock: the run's only clock)."""
         reading = self.sim.reading(self._tau, self._enabled)
         payload = self.sim.lowstate.encode(round(self.physics.time * 1000), reading)
-        return state_from_record(LOWSTATE_WIRE.from_cdr(payload), self.now_ns)
+        return state_from_record(LOWSTATE_WIRE.from_cdr(payload), self.now_ns, self.now_ns)
 
     def pose(self):
         from asap_ros.tracking.evaluation import BodyPose
@@ -101,20 +104,16 @@ class LockstepG1:
         }
 
 
-def run(args: argparse.Namespace) -> int:
-    from asap_ros.core.errors import RejectedRequest
-    from asap_ros.sim.session import COMPLETED, BandAction, OperatorScript, prepare_run
-    from asap_ros.sim.summary import format_result, summarize_run, write_summary
-    from asap_ros.tracking.evaluation import RunTrace
+StepObserver = Callable[[Any, Any, Any], None]
+"""``observer(state, output, pose)`` of each lock-step control step (RobotState, StepOutput, BodyPose)."""
 
-    setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s,
-                        controller_config=args.controller_config)
-    robot_sim = LockstepG1(args.profile)
-    out_dir = output_dir(args.out)
-    script, trace, controller = OperatorScript(setup.plan), RunTrace(), setup.controller
-    observations: list[np.ndarray] = []
-    actions: list[np.ndarray] = []
-    began, stamp = time.monotonic(), started_at()
+
+def run_lockstep(setup: Any, robot_sim: LockstepG1, observe: StepObserver) -> Any:
+    """Run the operator script of ``setup`` on ``robot_sim`` to its end; returns the script."""
+    from asap_ros.core.errors import RejectedRequest
+    from asap_ros.sim.session import BandAction, OperatorScript
+
+    script, controller = OperatorScript(setup.plan), setup.controller
     while not script.finished:
         t_s = robot_sim.physics.time
         for action in script.poll(t_s, controller.mode, controller.fault_reason):
@@ -127,12 +126,33 @@ def run(args: argparse.Namespace) -> int:
                 script.rejected(t_s, action, str(exc))
         state, pose = robot_sim.read_state(), robot_sim.pose()
         output = controller.step(state, robot_sim.now_ns)
+        observe(state, output, pose)
+        robot_sim.command(output.command)
+        robot_sim.advance()
+    return script
+
+
+def run(args: argparse.Namespace) -> int:
+    from asap_ros.sim.session import COMPLETED, prepare_run
+    from asap_ros.sim.summary import format_result, summarize_run, write_summary
+    from asap_ros.tracking.evaluation import RunTrace
+
+    setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s,
+                        controller_config=args.controller_config)
+    robot_sim = LockstepG1(args.profile, control_dt_s=setup.controller.control_dt)
+    out_dir = output_dir(args.out)
+    trace = RunTrace()
+    observations: list[np.ndarray] = []
+    actions: list[np.ndarray] = []
+
+    def observe(_state: Any, output: Any, pose: Any) -> None:
         trace.add(output.mode, output.policy, pose)
         if output.policy is not None and args.dump_obs:
             observations.append(output.policy.obs)
             actions.append(output.policy.raw_action)
-        robot_sim.command(output.command)
-        robot_sim.advance()
+
+    began, stamp = time.monotonic(), started_at()
+    script = run_lockstep(setup, robot_sim, observe)
     files = {}
     if args.dump_obs:
         files = {"obs": str(out_dir / "obs.npy"), "actions": str(out_dir / "actions.npy")}

@@ -328,8 +328,7 @@ def _wait_for_simulator(loop, process: subprocess.Popen, out_dir: Path) -> None:
 
     deadline = time.monotonic() + SIM_READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        msg, _ = loop.states.next_arrival(0.1)
-        if msg is not None:
+        if loop.states.next_arrival(0.1)[0] is not None:
             return
         if process.poll() is not None:
             raise AsapError(f"asap_sim exited with code {process.returncode} before publishing (see {out_dir / 'asap_sim.log'})")

@@ -26,9 +26,11 @@ SAFETY_BOUNDS: dict[str, Bounds] = {
     "velocity_limit_factor": (0.1, None),
     "max_tilt_deg": (1.0, 180.0),
     "max_temperature_c": (20.0, 150.0),
+    "motion_abort_temperature_c": (20.0, 150.0),
     "max_start_temperature_c": (20.0, 150.0),
     "max_consecutive_late_steps": (1, None),
     "max_consecutive_bad_crc": (1, None),
+    "max_target_step_rad": (0.01, None),
 }
 """Allowed range of each ``safety`` threshold, wherever it is set: this file, an ``asap_deploy``
 override parameter (:mod:`asap_ros.config.node_params`)."""
@@ -47,12 +49,9 @@ def read_safety_config(section: ConfigReader) -> SafetyConfig:
         read = section.int if field.type == "int" else section.float  # annotations are strings here
         values[name] = read(name, low=low, high=high)
     config = SafetyConfig(**values)
-    if config.max_start_temperature_c > config.max_temperature_c:
-        raise section.error(
-            "max_start_temperature_c",
-            f"must not exceed max_temperature_c ({config.max_temperature_c})",
-            config.max_start_temperature_c,
-        )
+    problem = config.temperature_order_problem()
+    if problem is not None:
+        raise section.error(*problem)
     return config
 
 

@@ -76,6 +76,7 @@ def load_policy_spec(
 
     phase = cfg.section("phase")
     phase.reject_unknown({"control_dt", "start", "clip"})
+    control_dt = phase.float("control_dt", low=1e-4, high=1.0)
     clip_path = phase.path("clip", root) if phase.has("clip") else None
     prepare_pose = default_q.copy()
     reference_joints: tuple[str, ...] = ()
@@ -99,7 +100,11 @@ def load_policy_spec(
         prepare.reject_unknown({"pose_joints", "pose", "blend_s", "hold_s"})
         pose_joints, pose = _pose(prepare, robot)
         prepare_pose[robot.indices(pose_joints)] = pose
-        blend_s, hold_s = prepare.float("blend_s", low=0.0), prepare.float("hold_s", low=0.0)
+        blend_s, hold_s = prepare.float("blend_s"), prepare.float("hold_s", low=0.0)
+        if blend_s < control_dt:
+            problem = (f"must be at least one control step (phase.control_dt {control_dt:g} s): a shorter "
+                       "blend would jump to the start pose at the motion's gains")
+            raise prepare.error("blend_s", problem, blend_s)
 
     spec = PolicySpec(
         name=cfg.str("name"),
@@ -125,7 +130,7 @@ def load_policy_spec(
         default_q=default_q,
         kp=kp,
         kd=kd,
-        control_dt=phase.float("control_dt", low=1e-4, high=1.0),
+        control_dt=control_dt,
         phase_start=phase.float("start", 0.0, low=0.0),
         clip_path=clip_path,
         clip_duration_s=load_clip(clip_path).duration_s if clip_path is not None else math.inf,

@@ -25,21 +25,27 @@ their hold pose with their own gains in every mode that applies torque):
   HOLD (blending back to the hold pose).
 - DAMPING: kp 0, kd ``damping.kd``, q/dq/tau 0; latched with its reason until Reset.
 
-Blends are timed by the ``now_ns`` passed to :meth:`Controller.request` / :meth:`Controller.step`
-(the control tick's clock); the actor's phase is tick-counted by the policy itself.
+Clocks: blends, stand-up, PREPARE and the state's age are timed by the ``now_ns`` passed to
+:meth:`Controller.request` / :meth:`Controller.step`, the monotonic clock (compared with
+``RobotState.arrival_ns``); ``stamp_ns``, system time, only stamps the transitions. A step of
+the system clock changes no command. The actor's phase is tick-counted by the policy itself.
 
 Safety: every step in STAND_UP, HOLD, PREPARE and TRACKING runs all checks of
-:class:`~asap_ros.core.safety.SafetyMonitor` and checks every actor output (the motion actor in
-TRACKING, the standing actor in HOLD and PREPARE); the first fault latches DAMPING and the
-damping command goes out in that same step. In PASSIVE the checks run too but do not latch
-(no torque is applied): a failing state makes Stand refused, and no state value ever reaches
-a command. DAMPING runs no checks.
+:class:`~asap_ros.core.safety.SafetyMonitor`, checks every actor output before it is clipped (the
+motion actor in TRACKING, the standing actor in HOLD and PREPARE: non-finite or beyond the
+spec's action clip is a fault) and checks that no joint target moves further than
+``safety.max_target_step_rad`` from the previous command; the first fault latches DAMPING and
+the damping command goes out in that same step. A motor above ``motion_abort_temperature_c``
+ends a running motion (PREPARE, TRACKING) with a return to HOLD, not a fault. In PASSIVE the
+checks run too but do not latch (no torque is applied): a failing state makes Stand refused,
+and no state value ever reaches a command. DAMPING runs no checks.
 
 ``request`` and ``step`` are not thread-safe; the caller serialises them (see control_loop).
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,13 +59,16 @@ from asap_ros.core.robot import RobotModel
 from asap_ros.core.safety import (
     SafetyConfig,
     SafetyMonitor,
-    check_action,
+    check_actor_output,
+    check_finite_array,
     check_state_age,
+    check_target_step,
     hottest_motor,
 )
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 from asap_ros.core.state_machine import (
     FAULT_CHECKED_MODES,
+    MOTION_MODES,
     EStop,
     Event,
     Mode,
@@ -125,7 +134,10 @@ def _command(q: np.ndarray, kp: np.ndarray, kd: np.ndarray) -> JointCommand:
 
 @dataclass(frozen=True)
 class Blend:
-    """Targets and gains moving linearly from one command to another, then held at the end."""
+    """Targets and gains moving linearly from one command to another, then held at the end.
+
+    Timed on the monotonic clock; a blend of zero duration is at its end at once.
+    """
 
     start_ns: int
     duration_ns: int
@@ -147,7 +159,7 @@ class Blend:
 
     def command(self, now_ns: int) -> JointCommand:
         elapsed = self.elapsed_ns(now_ns)
-        s = 1.0 if elapsed >= self.duration_ns else max(elapsed / self.duration_ns, 0.0)
+        s = 1.0 if elapsed >= self.duration_ns or self.duration_ns <= 0 else max(elapsed / self.duration_ns, 0.0)
         return _command(
             self.q0 + s * (self.q1 - self.q0),
             self.kp0 + s * (self.kp1 - self.kp0),
@@ -178,12 +190,25 @@ class StepOutput:
     may have moved on by the time another thread reads the step."""
 
 
+@dataclass
+class _Proposal:
+    """The command a mode computed for this step, before the target-step check."""
+
+    command: JointCommand
+    policy: PolicyOutput | None = None
+    hold_policy: PolicyOutput | None = None
+    problem: str | None = None
+    """A fault found while computing it (failed or wild actor output)."""
+
+
 class Controller:
     """Turns each robot state into one joint command, per the mode and the safety checks.
 
     ``policies`` are the motion-tracking actors by motion name. ``hold_policy`` is the standing
     actor HOLD runs (``None``: PD hold); it must be given when ``config.hold_policy``
     names one (:func:`asap_ros.runtime.policies.build_controller` loads it). Opens no files.
+    All actors must share one ``phase.control_dt`` (:attr:`control_dt`), the rate the caller
+    steps at.
     """
 
     def __init__(
@@ -206,8 +231,12 @@ class Controller:
         self.policies = dict(policies)
         self.hold_policy = hold_policy
         self.config = config
+        self.control_dt = _shared_control_dt([*self.policies.values(), *([hold_policy] if hold_policy else [])])
+        """Seconds per control step of every actor (``None`` without actors)."""
         self.last_check: str | None = None
         """Result of the latest safety check (None = healthy; not updated while DAMPING)."""
+        self.motion_abort: str | None = None
+        """Why the latest motion was aborted to HOLD (a hot motor); cleared by the next Start."""
         self._machine = StateMachine()
         self._monitor = SafetyMonitor(config.safety, robot.joint_names, robot.q_lower, robot.q_upper, robot.dq_limit)
         self._passive = _command(_ZERO, _ZERO, config.passive_kd)
@@ -235,17 +264,29 @@ class Controller:
     def motion(self) -> str | None:
         return self._machine.motion
 
+    @property
+    def damping_command(self) -> JointCommand:
+        """The DAMPING command (kp 0, ``damping.kd``), read-only."""
+        return self._damping
+
     # --- operator requests -----------------------------------------------------------
 
-    def request(self, req: Request, now_ns: int) -> None:
-        """Validate and apply ``req`` at once; RejectedRequest (state unchanged) if refused."""
+    def request(self, req: Request, now_ns: int, stamp_ns: int | None = None) -> None:
+        """Validate and apply ``req`` at once; RejectedRequest (state unchanged) if refused.
+
+        ``now_ns``: monotonic clock (blends start here); ``stamp_ns``: system time for the
+        transition's stamp (default ``now_ns``, for a caller with one clock).
+        """
+        stamp_ns = now_ns if stamp_ns is None else stamp_ns
         self._machine.target_of(req)
         if isinstance(req, Stand):
             self._check_can_stand(now_ns)
         elif isinstance(req, Start):
             self._check_can_start(req)
-        transition = self._machine.request(req, now_ns)
+        transition = self._machine.request(req, stamp_ns)
         if transition is not None:
+            if isinstance(req, Start):
+                self.motion_abort = None
             self._enter(transition, now_ns, self._last_command)
 
     def _check_can_stand(self, now_ns: int) -> None:
@@ -253,7 +294,7 @@ class Controller:
             raise RejectedRequest(f"Stand refused: {self.last_check}")
         if self._healthy_state is None:
             raise RejectedRequest("Stand refused: no healthy robot state received yet")
-        stale = check_state_age(self._healthy_state.stamp_ns, now_ns, self.config.safety.max_state_age_ms)
+        stale = check_state_age(self._healthy_state.arrival_ns, now_ns, self.config.safety.max_state_age_ms)
         if stale:
             raise RejectedRequest(f"Stand refused: {stale}")
 
@@ -267,10 +308,20 @@ class Controller:
         if hot:
             raise RejectedRequest(f"{describe(req)} refused: {hot} is above the start limit {limit:g} C; let it cool")
 
+    def fail(self, reason: str, stamp_ns: int) -> Transition | None:
+        """Latch DAMPING with ``reason`` from outside a step (the control loop's last resort after
+        a step raised); the transition is returned, not queued. None if DAMPING already was."""
+        return self._machine.fault(reason, stamp_ns)
+
     # --- control step ----------------------------------------------------------------
 
-    def step(self, state: RobotState | None, now_ns: int, late: bool = False) -> StepOutput:
-        """The command for this control tick. Never raises on a bad state: that is a fault."""
+    def step(self, state: RobotState | None, now_ns: int, late: bool = False, stamp_ns: int | None = None) -> StepOutput:
+        """The command for this control tick. Never raises on a bad state: that is a fault.
+
+        ``now_ns``: monotonic clock (blends, state age); ``stamp_ns``: system time for the
+        stamps of transitions (default ``now_ns``, for a caller with one clock).
+        """
+        stamp_ns = now_ns if stamp_ns is None else stamp_ns
         mode = self._machine.mode
         self._step_motion = self._machine.motion
         if mode is Mode.DAMPING:
@@ -282,7 +333,7 @@ class Controller:
                 problem = (
                     "state CRC mismatch and no valid state yet"
                     if state is None
-                    else check_state_age(state.stamp_ns, now_ns, self.config.safety.max_state_age_ms)
+                    else check_state_age(state.arrival_ns, now_ns, self.config.safety.max_state_age_ms)
                 )
         elif state is not None and problem is None:
             self._last_valid_state = state
@@ -291,57 +342,85 @@ class Controller:
             self._healthy_state = state if problem is None else None
             return self._output(self._passive)
         if problem is not None:
-            return self._fault(problem, now_ns)
+            return self._fault(problem, now_ns, stamp_ns)
         self._healthy_state = state
         assert state is not None  # a missing state is a fault (problem) above
+        if mode in MOTION_MODES:
+            self._abort_if_hot(state, now_ns, stamp_ns)
+        proposal = self._propose(state, now_ns, stamp_ns)
+        problem = proposal.problem or self._target_jump(proposal.command, state)
+        if problem is not None:
+            return self._fault(problem, now_ns, stamp_ns, proposal.policy, proposal.hold_policy)
+        return self._output(proposal.command, proposal.policy, proposal.hold_policy)
+
+    def _propose(self, state: RobotState, now_ns: int, stamp_ns: int) -> _Proposal:
+        """This step's command in the current mode (events advance the mode here)."""
+        mode = self._machine.mode
         if mode is Mode.TRACKING:
-            return self._track(state, now_ns)
+            return self._track(state, now_ns, stamp_ns)
         assert self._blend is not None  # STAND_UP, HOLD and PREPARE each start a blend
         command = self._blend.command(now_ns)
         if mode is Mode.STAND_UP and self._blend.elapsed_ns(now_ns) >= self._blend.duration_ns:
-            self._event(Event.STOOD_UP, now_ns, command)
+            self._event(Event.STOOD_UP, now_ns, stamp_ns, command)
         elif mode is Mode.PREPARE and self._blend.elapsed_ns(now_ns) >= self._prepare_end_ns:
-            self._event(Event.PREPARED, now_ns, command)
-            return self._track(state, now_ns)
+            self._event(Event.PREPARED, now_ns, stamp_ns, command)
+            return self._track(state, now_ns, stamp_ns)
         elif self.hold_policy is not None and mode is not Mode.STAND_UP:
-            return self._stand(state, now_ns, command)
-        return self._output(command)
+            return self._stand(state, command)
+        return _Proposal(command)
 
-    def _stand(self, state: RobotState, now_ns: int, reference: JointCommand) -> StepOutput:
+    def _abort_if_hot(self, state: RobotState, now_ns: int, stamp_ns: int) -> None:
+        """A motor above the abort temperature ends the motion: back to HOLD (the standing actor)."""
+        limit = self.config.safety.motion_abort_temperature_c
+        hot = hottest_motor(state.temperature, limit, self.robot.joint_names)
+        if hot:
+            self.motion_abort = f"motion {self.motion} aborted: {hot} is above the abort limit {limit:g} C"
+            self._event(Event.MOTOR_HOT, now_ns, stamp_ns, self._last_command, self.motion_abort)
+
+    def _target_jump(self, command: JointCommand, state: RobotState) -> str | None:
+        """The target-step check against the command sent last step (every mode that reaches it
+        applies position stiffness)."""
+        last = self._last_command
+        problem = check_target_step(command.q, last.q, last.kp, state.q, self.config.safety.max_target_step_rad,
+                                    self.robot.joint_names)
+        return f"{self._machine.mode.name}: {problem}" if problem else None
+
+    def _stand(self, state: RobotState, reference: JointCommand) -> _Proposal:
         """The standing actor drives the legs; the other joints follow ``reference`` (a blend)."""
         stand = self.hold_policy
         assert stand is not None  # called only with a hold policy
         try:
             out = stand.step(state, reference.q)
         except Exception as exc:  # a failing actor must end in DAMPING, not a dead control loop
-            return self._fault(f"hold policy {stand.spec.name} step failed: {exc!r}", now_ns)
-        problem = check_action(out.raw_action, out.q_target)
-        if problem is not None:
-            return self._fault(f"hold policy {stand.spec.name}: {problem}", now_ns, hold_output=out)
-        return self._output(_command(out.q_target, reference.kp, reference.kd), hold_output=out)
+            return _Proposal(self._damping, problem=f"hold policy {stand.spec.name} step failed: {exc!r}")
+        command = _command(out.q_target, reference.kp, reference.kd)
+        return _Proposal(command, hold_policy=out, problem=_actor_problem(f"hold policy {stand.spec.name}", stand, out))
 
-    def _track(self, state: RobotState, now_ns: int) -> StepOutput:
+    def _track(self, state: RobotState, now_ns: int, stamp_ns: int) -> _Proposal:
         motion = self._running_motion()
         policy = self.policies[motion]
         try:
             out = policy.step(state)
         except Exception as exc:  # a failing actor must end in DAMPING, not a dead control loop
-            return self._fault(f"policy {motion} step failed: {exc!r}", now_ns)
-        problem = check_action(out.raw_action, out.q_target)
-        if problem is not None:
-            return self._fault(problem, now_ns, out)
+            return _Proposal(self._damping, problem=f"policy {motion} step failed: {exc!r}")
         command = _command(out.q_target, policy.kp, policy.kd)
-        if out.done:
-            self._event(Event.MOTION_DONE, now_ns, command)
-        return self._output(command, out)
+        problem = _actor_problem(f"policy {motion}", policy, out)
+        if problem is None and out.done:
+            self._event(Event.MOTION_DONE, now_ns, stamp_ns, command)
+        return _Proposal(command, policy=out, problem=problem)
 
-    def _event(self, event: Event, now_ns: int, current: JointCommand) -> None:
-        self._enter(self._machine.event(event, now_ns), now_ns, current)
+    def _event(self, event: Event, now_ns: int, stamp_ns: int, current: JointCommand, reason: str | None = None) -> None:
+        self._enter(self._machine.event(event, stamp_ns, reason), now_ns, current)
 
     def _fault(
-        self, reason: str, now_ns: int, policy_output: PolicyOutput | None = None, hold_output: PolicyOutput | None = None
+        self,
+        reason: str,
+        now_ns: int,
+        stamp_ns: int,
+        policy_output: PolicyOutput | None = None,
+        hold_output: PolicyOutput | None = None,
     ) -> StepOutput:
-        transition = self._machine.fault(reason, now_ns)
+        transition = self._machine.fault(reason, stamp_ns)
         if transition is not None:  # None: DAMPING already (never the case here: step returns first)
             self._enter(transition, now_ns, self._damping)
         return self._output(self._damping, policy_output, hold_output)
@@ -398,6 +477,25 @@ class Controller:
             hold_policy=hold_output,
             motion=self._step_motion,
         )
+
+
+def _actor_problem(label: str, policy: PolicyRunner, out: PolicyOutput) -> str | None:
+    """The actor's raw output is finite and within its clip, and so are the targets built from it."""
+    problem = check_actor_output(out.actor_output, policy.spec.action_clip, policy.spec.driven_joints)
+    problem = problem or check_finite_array("target q", out.q_target, (NUM_MOTORS,))
+    return f"{label}: {problem}" if problem else None
+
+
+def _shared_control_dt(policies: list[PolicyRunner]) -> float | None:
+    """The one ``phase.control_dt`` of all actors; ConfigError naming the spec that differs."""
+    if not policies:
+        return None
+    first = policies[0].spec
+    for policy in policies[1:]:
+        if not math.isclose(policy.spec.control_dt, first.control_dt, rel_tol=1e-9):
+            problem = f"differs from {first.source} ({first.control_dt:g} s): all actors run at one control rate"
+            raise ConfigError(policy.spec.source, "phase.control_dt", problem, policy.spec.control_dt)
+    return first.control_dt
 
 
 def _check_policy(name: str, policy: PolicyRunner, robot: RobotModel, motion: bool) -> None:

@@ -1,4 +1,5 @@
-"""One policy step: observation -> actor -> clipped joint targets.
+"""One policy step: observation -> actor -> clipped joint targets (the actor's unclipped output
+is kept for the controller's check).
 
 The phase is tick-counted as in training: at control step ``k`` (0 first),
 ``phase = ((k + 1) * control_dt + start) / clip_duration_s``. The runner reports ``done`` on
@@ -41,6 +42,10 @@ class PolicyOutput:
     the other joints hold the spec's PREPARE pose (or the reference passed to the step)."""
     done: bool
     """The motion is over: the next step's phase would be >= 1."""
+    actor_output: np.ndarray | None = None
+    """float32 [n_driven]: what the actor returned, before clipping (checked by the controller:
+    a non-finite or out-of-range output is a fault, never a clipped target). ``None`` for a
+    step rebuilt from a recording."""
 
 
 Actor = Callable[[np.ndarray], np.ndarray]
@@ -95,7 +100,8 @@ class PolicyRunner:
         hold = self.start_pose if reference is None else reference
         obs = self._builder.build(state, self._last_action, phase, hold)
         action = self._last_action
-        np.minimum(self.actor(obs), self.spec.action_clip, out=action)  # np.clip is slower
+        actor_output = self.actor(obs)
+        np.minimum(actor_output, self.spec.action_clip, out=action)  # np.clip is slower
         np.maximum(action, -self.spec.action_clip, out=action)
         driven = self._driven_targets
         np.multiply(action, self._action_scale, out=driven)
@@ -112,4 +118,5 @@ class PolicyRunner:
             raw_action=action.copy(),
             q_target=q_target,
             done=self.phase_at(self._tick) >= 1.0,
+            actor_output=actor_output,
         )

@@ -24,6 +24,7 @@ STATE_ARRAY_SHAPES: dict[str, tuple[int, ...]] = {
     "dq": (NUM_MOTORS,),
     "tau_est": (NUM_MOTORS,),
     "temperature": (NUM_MOTORS,),
+    "motor_error": (NUM_MOTORS,),
     "quat_wxyz": (4,),
     "gyro": (3,),
     "acc": (3,),
@@ -42,17 +43,35 @@ class SafetyConfig:
     velocity_limit_factor: float
     max_tilt_deg: float
     max_temperature_c: float
+    """Hard limit: any motor hotter latches DAMPING."""
+    motion_abort_temperature_c: float
+    """A running motion (PREPARE, TRACKING) returns to HOLD when a motor is hotter."""
     max_start_temperature_c: float
+    """Warning level: Start is refused and diagnostics warn when a motor is hotter."""
     max_consecutive_late_steps: int
     max_consecutive_bad_crc: int
+    max_target_step_rad: float
+    """A joint target that moves further than this in one control step is a fault."""
+
+    def temperature_order_problem(self) -> tuple[str, str, float] | None:
+        """``(key, problem, value)`` unless start <= abort <= hard temperature limit."""
+        if self.max_start_temperature_c > self.motion_abort_temperature_c:
+            return ("max_start_temperature_c",
+                    f"must not exceed motion_abort_temperature_c ({self.motion_abort_temperature_c:g})",
+                    self.max_start_temperature_c)
+        if self.motion_abort_temperature_c > self.max_temperature_c:
+            return ("motion_abort_temperature_c", f"must not exceed max_temperature_c ({self.max_temperature_c:g})",
+                    self.motion_abort_temperature_c)
+        return None
 
 
 # --- pure checks ------------------------------------------------------------------------
 
 
-def check_state_age(stamp_ns: int, now_ns: int, max_age_ms: float) -> str | None:
-    """The sample must have entered the process at most ``max_age_ms`` before ``now_ns``."""
-    age_ns = now_ns - stamp_ns
+def check_state_age(arrival_ns: int, now_ns: int, max_age_ms: float) -> str | None:
+    """The sample must have entered the process at most ``max_age_ms`` before ``now_ns`` (both
+    on the monotonic clock)."""
+    age_ns = now_ns - arrival_ns
     if age_ns > max_age_ms * 1e6:
         return f"stale robot state: {age_ns / 1e6:.1f} ms old (limit {max_age_ms:g} ms)"
     return None
@@ -82,11 +101,54 @@ def check_finite_array(label: str, value: object, shape: tuple[int, ...]) -> str
     return None
 
 
-def check_action(raw_action: np.ndarray, q_target: np.ndarray) -> str | None:
-    """The actor output and the targets derived from it are finite."""
-    return check_finite_array("actor output", raw_action, np.shape(raw_action)) or check_finite_array(
-        "policy target q", q_target, (NUM_MOTORS,)
-    )
+def check_actor_output(output: np.ndarray | None, clip: float, driven: Sequence[str]) -> str | None:
+    """The actor's output before clipping: finite and within ``+-clip`` on every driven joint.
+
+    Clipping a non-finite or out-of-range output would hide it as a joint-limit target at full
+    gains; it is a fault instead.
+    """
+    if output is None:
+        return "no actor output"
+    output = np.asarray(output, dtype=np.float64)
+    if output.shape != (len(driven),):
+        return f"actor output has shape {output.shape}, expected ({len(driven)},)"
+    bad = ~(np.abs(output) <= clip)  # NaN compares false: bad
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    value = float(output[i])
+    if math.isfinite(value):
+        return f"actor output[{i}] ({driven[i]}) = {value:g} is beyond the action clip +-{clip:g}"
+    return f"actor output[{i}] ({driven[i]}) is {value}"
+
+
+def check_target_step(
+    q_target: np.ndarray,
+    previous_target: np.ndarray,
+    previous_kp: np.ndarray,
+    measured_q: np.ndarray,
+    limit_rad: float,
+    names: Sequence[str],
+) -> str | None:
+    """No joint target moves further than ``limit_rad`` in one control step.
+
+    A joint that had position stiffness in the previous command (kp > 0) is compared with its
+    previous target, one without (PASSIVE, DAMPING) with its measured position.
+    """
+    reference = step_reference(previous_target, previous_kp, measured_q)
+    jump = np.abs(q_target - reference)
+    over = ~(jump <= limit_rad)
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        return (f"target of {names[i]} jumps {jump[i]:.3f} rad in one step ({reference[i]:.3f} -> "
+                f"{q_target[i]:.3f} rad; limit {limit_rad:g} rad)")
+    return None
+
+
+def step_reference(previous_target: np.ndarray, previous_kp: np.ndarray, measured_q: np.ndarray) -> np.ndarray:
+    """What a new target is compared with: the previous target where it had stiffness, else the
+    measured position."""
+    return np.where(previous_kp > 0, previous_target, measured_q)
 
 
 def check_position_limits(
@@ -147,6 +209,45 @@ def check_temperature(temperature: np.ndarray, max_c: float, names: Sequence[str
     return f"overheating: {hot} (limit {max_c:g} C)" if hot else None
 
 
+MOTOR_ERROR_BITS: dict[int, str] = {
+    0x1: "overcurrent",
+    0x2: "transient overvoltage",
+    0x4: "sustained overvoltage",
+    0x8: "transient undervoltage",
+    0x10: "chip overheating",
+    0x20: "MOS overheating/undercooling",
+    0x40: "MOS temperature anomaly",
+    0x80: "shell overheating/undercooling",
+    0x100: "shell temperature anomaly",
+    0x200: "winding overheating",
+    0x400: "rotor encoder 1 error",
+    0x800: "rotor encoder 2 error",
+    0x1000: "output encoder error",
+    0x2000: "calibration/BOOT data error",
+    0x4000: "abnormal reset",
+    0x8000: "motor locked",
+}
+"""G1 motor status bits (``MotorState_.motorstate``), from Unitree's G1 developer guide,
+"Common mistakes and definitions" (support.unitree.com/home/en/G1_developer/common_istakes_and_definitions)."""
+
+
+def describe_motor_error(bits: int) -> str:
+    """``0x00000201 (overcurrent, winding overheating)``; unknown bits are listed as such."""
+    names = [name for bit, name in MOTOR_ERROR_BITS.items() if bits & bit]
+    unknown = bits & ~sum(MOTOR_ERROR_BITS)
+    if unknown:
+        names.append(f"unknown bits 0x{unknown:x}")
+    return f"0x{bits:08x} ({', '.join(names)})"
+
+
+def check_motor_errors(motor_error: np.ndarray, names: Sequence[str]) -> str | None:
+    """Every motor reports error state 0."""
+    if motor_error.any():
+        i = int(np.flatnonzero(motor_error)[0])
+        return f"motor {names[i]} reports error state {describe_motor_error(int(motor_error[i]))}"
+    return None
+
+
 def check_consecutive(count: int, limit: int, what: str) -> str | None:
     """``count`` consecutive events of kind ``what`` must stay below ``limit``."""
     if count >= limit:
@@ -195,12 +296,13 @@ class SafetyMonitor:
         if not state.crc_ok:  # a corrupted sample's values mean nothing: only the count matters
             return check_consecutive(self.bad_crcs, cfg.max_consecutive_bad_crc, "state CRC mismatches")
         return (
-            check_state_age(state.stamp_ns, now_ns, cfg.max_state_age_ms)
+            check_state_age(state.arrival_ns, now_ns, cfg.max_state_age_ms)
             or check_state_values(state)
             or check_position_limits(
                 state.q, self.q_lower, self.q_upper, cfg.position_margin_rad, self.joint_names
             )
             or check_velocity_limits(state.dq, self.dq_limit, cfg.velocity_limit_factor, self.joint_names)
             or check_tilt(state.quat_wxyz, cfg.max_tilt_deg)
+            or check_motor_errors(state.motor_error, self.joint_names)
             or check_temperature(state.temperature, cfg.max_temperature_c, self.joint_names)
         )

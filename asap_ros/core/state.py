@@ -1,8 +1,9 @@
 """Plain data passed between the adapters and the pure core.
 
 Every array is indexed in G1 motor order (29 motors, see ``config/g1_29dof.yaml``).
-Timestamps are ROS system time in integer nanoseconds (``time.time_ns()``), taken once,
-where the sample enters the process ("stamped at the source").
+Each sample carries two stamps taken once, where it enters the process: ``stamp_ns``, ROS
+system time (``time.time_ns()``) for recorded data, and ``arrival_ns``, the monotonic clock
+(``time.monotonic_ns()``) for durations such as the state's age.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ class RobotState:
     """One proprioceptive sample of the robot (decoded ``LowState_``)."""
 
     stamp_ns: int = 0
-    """Receive time (ns, system clock) at which the sample entered this process."""
+    """Receive time (ns, system clock) at which the sample entered this process: data only."""
+    arrival_ns: int = 0
+    """The same instant on the monotonic clock (ns): what the state's age is measured from."""
     tick: int = 0
     """The robot's own counter (``LowState_.tick``)."""
     mode_machine: int = 0
@@ -32,6 +35,8 @@ class RobotState:
     tau_est: np.ndarray = field(default_factory=_zeros)
     temperature: np.ndarray = field(default_factory=_zeros)
     """Hottest of the two winding/casing temperatures per motor, deg C."""
+    motor_error: np.ndarray = field(default_factory=lambda: np.zeros(NUM_MOTORS, dtype=np.uint32))
+    """Per-motor error bits (``MotorState_.motorstate``); 0 = no error."""
     quat_wxyz: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
     gyro: np.ndarray = field(default_factory=lambda: _zeros(3))
     """Angular velocity, body frame, rad/s."""

@@ -2,8 +2,8 @@
 
 ```
 PASSIVE --Stand--> STAND_UP --stood up--> HOLD --Start(m)--> PREPARE --prepared--> TRACKING
-   ^                                       ^  <------Stop------'                    |
-   |                                       '----------Stop / motion done------------'
+   ^                                      ^<--Stop / motor hot--'                     |
+   |                                      '----Stop / motion done / motor hot---------'
    '--Reset-- DAMPING <--EStop or fault-- (any mode; latched with its reason)
 ```
 
@@ -78,6 +78,7 @@ class Event(enum.Enum):
     STOOD_UP = "stand-up finished"
     PREPARED = "start pose reached and held"
     MOTION_DONE = "motion finished (phase 1)"
+    MOTOR_HOT = "motion aborted: a motor is above the abort temperature"
 
 
 @dataclass
@@ -103,6 +104,8 @@ EVENT_TRANSITIONS: dict[tuple[Mode, Event], Mode] = {
     (Mode.STAND_UP, Event.STOOD_UP): Mode.HOLD,
     (Mode.PREPARE, Event.PREPARED): Mode.TRACKING,
     (Mode.TRACKING, Event.MOTION_DONE): Mode.HOLD,
+    (Mode.PREPARE, Event.MOTOR_HOT): Mode.HOLD,
+    (Mode.TRACKING, Event.MOTOR_HOT): Mode.HOLD,
 }
 
 FAULT_CHECKED_MODES = frozenset({Mode.STAND_UP, Mode.HOLD, Mode.PREPARE, Mode.TRACKING})
@@ -152,12 +155,13 @@ class StateMachine:
             self.fault_reason = None
         return self._enter(target, describe(request), now_ns, request)
 
-    def event(self, event: Event, now_ns: int) -> Transition:
-        """Apply the controller's own progress (ValueError if it does not fit the mode)."""
+    def event(self, event: Event, now_ns: int, reason: str | None = None) -> Transition:
+        """Apply the controller's own progress (ValueError if it does not fit the mode);
+        ``reason`` replaces the event's own text in the transition."""
         target = EVENT_TRANSITIONS.get((self.mode, event))
         if target is None:
             raise ValueError(f"event {event.name} does not apply in mode {self.mode.name}")
-        return self._enter(target, event.value, now_ns)
+        return self._enter(target, reason or event.value, now_ns)
 
     def fault(self, reason: str, now_ns: int) -> Transition | None:
         """Latch DAMPING with ``reason``; the first reason stays while DAMPING is latched."""

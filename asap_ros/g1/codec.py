@@ -54,6 +54,7 @@ class _LowStateReader:
         self._float_words = np.concatenate(floats) // 4
         temperature = motors + field_offset(MOTOR_STATE_LAYOUT, "temperature")
         self._temperature_halves = np.stack([temperature, temperature + 2]) // 2  # [2, 29] int16 indices
+        self._motor_error_words = (motors + field_offset(MOTOR_STATE_LAYOUT, "motorstate")) // 4
         bounds = np.cumsum([0, *map(len, floats), NUM_MOTORS]).tolist()
         self._parts = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
         self._size = bounds[-1]
@@ -64,7 +65,7 @@ class _LowStateReader:
         remote = field_offset(LOWSTATE_LAYOUT, "wireless_remote")
         self._remote = slice(remote, remote + field_of(LOWSTATE_LAYOUT, "wireless_remote")[0].itemsize)
 
-    def __call__(self, c: bytes | bytearray, stamp_ns: int) -> RobotState:
+    def __call__(self, c: bytes | bytearray, stamp_ns: int, arrival_ns: int) -> RobotState:
         values = np.empty(self._size)
         values[: self._temperature.start] = np.frombuffer(c, dtype="<f4").take(self._float_words)
         halves = np.frombuffer(c, dtype="<i2").take(self._temperature_halves)
@@ -72,12 +73,14 @@ class _LowStateReader:
         q, dq, tau_est, quat_wxyz, gyro, acc, temperature = [values[part] for part in self._parts]
         return RobotState(
             stamp_ns=stamp_ns,
+            arrival_ns=arrival_ns,
             tick=_U32.unpack_from(c, self._tick_at)[0],
             mode_machine=c[self._mode_machine_at],
             q=q,
             dq=dq,
             tau_est=tau_est,
             temperature=temperature,
+            motor_error=np.frombuffer(c, dtype="<u4").take(self._motor_error_words),
             quat_wxyz=quat_wxyz,
             gyro=gyro,
             acc=acc,
@@ -89,17 +92,17 @@ class _LowStateReader:
 _read_lowstate = _LowStateReader()
 
 
-def state_from_record(record: np.ndarray, stamp_ns: int) -> RobotState:
+def state_from_record(record: np.ndarray, stamp_ns: int, arrival_ns: int) -> RobotState:
     """:class:`RobotState` of a C-layout LowState record (CRC checked here)."""
-    return _read_lowstate(record_bytes(record).tobytes(), stamp_ns)
+    return _read_lowstate(record_bytes(record).tobytes(), stamp_ns, arrival_ns)
 
 
-def decode_lowstate_cdr(payload: bytes, stamp_ns: int) -> RobotState:
+def decode_lowstate_cdr(payload: bytes, stamp_ns: int, arrival_ns: int) -> RobotState:
     """:class:`RobotState` of a raw ``LowState_`` sample (:class:`asap_ros.runtime.dds.RawReader`) that
-    arrived at ``stamp_ns``, skipping the SDK's ~0.5 ms Python deserialiser; a wrong size or
+    arrived at ``stamp_ns`` (system clock), ``arrival_ns`` (monotonic clock), skipping the SDK's ~0.5 ms Python deserialiser; a wrong size or
     encoding raises ``ValueError``. ``crc_ok`` reports the CRC check; ``temperature`` is the
     hotter of each motor's two sensors."""
-    return _read_lowstate(LOWSTATE_WIRE.c_bytes(payload), stamp_ns)
+    return _read_lowstate(LOWSTATE_WIRE.c_bytes(payload), stamp_ns, arrival_ns)
 
 
 # --- encode -------------------------------------------------------------------------------

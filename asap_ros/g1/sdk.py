@@ -72,12 +72,13 @@ def lowstate_crc_ok(msg: Any) -> bool:
     return int(record["crc"]) == record_crc(record)
 
 
-def decode_lowstate(msg: Any, stamp_ns: int) -> RobotState:
-    """:class:`RobotState` of an SDK ``LowState_`` that arrived at ``stamp_ns``.
+def decode_lowstate(msg: Any, stamp_ns: int, arrival_ns: int) -> RobotState:
+    """:class:`RobotState` of an SDK ``LowState_`` that arrived at ``stamp_ns`` (system clock),
+    ``arrival_ns`` (monotonic clock).
 
     ``crc_ok`` reports the CRC check; ``temperature`` is the hotter of each motor's two sensors.
     """
-    return state_from_record(lowstate_record(msg), stamp_ns)
+    return state_from_record(lowstate_record(msg), stamp_ns, arrival_ns)
 
 
 class SdkLowCmdEncoder(LowCmdEncoder):

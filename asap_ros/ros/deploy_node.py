@@ -45,10 +45,9 @@ def controller_config_with_overrides(config: Any, values: Mapping[str, Any], sou
     if values["stand_up_duration_s"]:
         config = dataclasses.replace(config, stand_up_duration_s=values["stand_up_duration_s"])
     safety = dataclasses.replace(config.safety, **{k: values[k] for k in safety_keys if values[k]})
-    if safety.max_start_temperature_c > safety.max_temperature_c:
-        raise ConfigError(source, "max_start_temperature_c",
-                          f"must not exceed max_temperature_c ({safety.max_temperature_c:g})",
-                          safety.max_start_temperature_c)
+    problem = safety.temperature_order_problem()
+    if problem is not None:
+        raise ConfigError(source, *problem)
     return dataclasses.replace(config, safety=safety)
 
 
@@ -63,6 +62,7 @@ class DeployNode:
         from asap_ros.config.controller import load_controller_config
         from asap_ros.config.policy_spec import resolve_policy_files
         from asap_ros.config.robot import load_robot_model
+        from asap_ros.runtime.control_loop import check_control_rate
         from asap_ros.runtime.policies import build_controller, load_policies
         from asap_ros.runtime.wiring import DdsControl
 
@@ -76,6 +76,7 @@ class DeployNode:
             load_controller_config(p["controller_config"] or None), p.values, source)
         policies = load_policies(resolve_policy_files(p["policies"], source), self.robot, p["assets_dir"] or None, source)
         self.controller = build_controller(self.robot, policies, config)
+        check_control_rate(p["control_rate_hz"], self.controller, source)
         self.params.set_validator(self._check_params)
 
         self.dds = DdsControl(
@@ -143,7 +144,7 @@ class DeployNode:
                 response.success, response.message = False, str(exc)
                 return response
             response.success = True
-            response.message = f"{describe(request)} accepted; mode {self.controller.mode.name}"
+            response.message = f"{describe(request)} accepted; mode {self.loop.mode.name}"
             return response
 
         return callback
@@ -205,6 +206,8 @@ class DeployNode:
         self.loop.start()
         if self.loop.scheduling_note:
             self.node.get_logger().warning(self.loop.scheduling_note)
+        if self.loop.fault_injection is not None:
+            self.node.get_logger().warning(f"FAULT INJECTION ACTIVE (test support): {self.loop.fault_injection.describe()}")
 
     def shutdown(self) -> None:
         """Damp the robot (a clean exit never leaves it holding a pose unattended), stop, and log
@@ -260,23 +263,27 @@ class DiagnosticsPublisher:
     def publish(self) -> None:
         from asap_ros.ros.messages import DiagnosticsInput, diagnostics_msg
 
-        controller = self._loop.controller
-        timing = {**self._loop.stats.summary(), "decode_errors": self._loop.decode_errors}
+        loop = self._loop
+        timing = {**loop.stats.summary(), "decode_errors": loop.decode_errors, "write_errors": loop.write_errors}
         misses = int(timing["deadline_misses"])
         data = DiagnosticsInput(
             stamp_ns=time.time_ns(),
             timing=timing,
-            dropped_records=self._loop.dropped_records,
-            mode=controller.mode.name,
-            motion=controller.motion,
-            fault=controller.fault_reason,
-            state=self._loop.last_state,
+            dropped_records=loop.dropped_records,
+            mode=loop.mode.name,
+            motion=loop.controller.motion,
+            fault=loop.fault_reason,
+            state=loop.last_state,
             joint_names=self._joint_names,
             max_state_age_ms=self._safety.max_state_age_ms,
             max_start_temperature_c=self._safety.max_start_temperature_c,
+            motion_abort_temperature_c=self._safety.motion_abort_temperature_c,
             max_temperature_c=self._safety.max_temperature_c,
             new_deadline_misses=misses - self._misses_reported,
-            sink_errors=list(self._loop.sink_errors),
+            sink_errors=list(loop.sink_errors),
+            control_error=loop.fatal_error or (None if loop.alive else "control thread not running"),
+            motion_abort=loop.controller.motion_abort,
+            monotonic_ns=time.monotonic_ns(),
         )
         self._misses_reported = misses
         self._pub.publish(diagnostics_msg(data, self._node_name))

@@ -81,6 +81,9 @@ class DiagnosticsInput:
     """Everything one diagnostics message reports (gathered off the control path)."""
 
     stamp_ns: int
+    """System time of the message."""
+    monotonic_ns: int
+    """The same instant on the monotonic clock: the state's age is measured on it."""
     timing: Mapping[str, float]
     """``TimingStats.summary()`` of the control loop."""
     dropped_records: int
@@ -92,11 +95,39 @@ class DiagnosticsInput:
     joint_names: Sequence[str]
     max_state_age_ms: float
     max_start_temperature_c: float
+    motion_abort_temperature_c: float
     max_temperature_c: float
     new_deadline_misses: int
     """Deadline misses since the previous diagnostics message."""
     sink_errors: Sequence[str] = ()
     """Errors raised by the step publishers (the control loop keeps running)."""
+    control_error: str | None = None
+    """Why the control loop no longer runs the controller (``ControlLoop.fatal_error``, or its
+    thread is gone); it then streams damping, or nothing at all."""
+    motion_abort: str | None = None
+    """Why the latest motion was aborted to HOLD (a hot motor)."""
+
+
+def _motor_status(d: DiagnosticsInput, name: str, hardware_id: str) -> DiagnosticStatus:
+    """The hottest motor against the graded limits, and any motor reporting an error state."""
+    state = d.state
+    hottest = int(np.argmax(state.temperature))
+    hottest_c = float(state.temperature[hottest])
+    message = f"hottest {d.joint_names[hottest]} {hottest_c:.0f} C"
+    levels = ((d.max_temperature_c, ERROR, "DAMPING"), (d.motion_abort_temperature_c, WARN, "motions abort"),
+              (d.max_start_temperature_c, WARN, "start refused"))
+    level = OK
+    for limit, grade, effect in levels:
+        if hottest_c > limit:
+            level, message = grade, f"{message}: above {limit:g} C, {effect}"
+            break
+    errors = np.flatnonzero(state.motor_error)
+    if errors.size:
+        level = ERROR
+        message = f"motor {d.joint_names[errors[0]]} error state 0x{int(state.motor_error[errors[0]]):08x}; {message}"
+    values = {name: float(t) for name, t in zip(d.joint_names, state.temperature)}
+    values.update({f"{d.joint_names[i]} error": f"0x{int(state.motor_error[i]):08x}" for i in errors})
+    return _status(name, level, message, hardware_id, values)
 
 
 def _values(items: Mapping[str, object]) -> list[KeyValue]:
@@ -109,34 +140,31 @@ def _status(name: str, level: bytes, message: str, hardware_id: str, values: Map
 
 def diagnostics_msg(d: DiagnosticsInput, node_name: str, hardware_id: str = "unitree_g1") -> DiagnosticArray:
     """Four statuses: control loop timing, robot state age, motor temperatures, controller mode."""
-    timing_level = ERROR if d.sink_errors else WARN if d.new_deadline_misses or d.dropped_records else OK
-    timing_message = (f"step publisher failed: {d.sink_errors[-1]}" if d.sink_errors
+    timing_level = (ERROR if d.control_error or d.sink_errors
+                    else WARN if d.new_deadline_misses or d.dropped_records else OK)
+    timing_message = (f"control loop failed: {d.control_error}" if d.control_error
+                      else f"step publisher failed: {d.sink_errors[-1]}" if d.sink_errors
                       else f"{d.new_deadline_misses} deadline misses since last report" if d.new_deadline_misses
                       else "on time")
     timing = _status(f"{node_name}: control loop", timing_level, timing_message, hardware_id,
-                     {**d.timing, "dropped_records": d.dropped_records, "sink_errors": len(d.sink_errors)})
+                     {**d.timing, "dropped_records": d.dropped_records, "sink_errors": len(d.sink_errors),
+                      "control_error": d.control_error or ""})
 
     if d.state is None:
         state = _status(f"{node_name}: robot state", ERROR, "no LowState received", hardware_id, {})
         motors = _status(f"{node_name}: motor temperatures", ERROR, "no LowState received", hardware_id, {})
     else:
-        age_ms = (d.stamp_ns - d.state.stamp_ns) / 1e6
+        age_ms = (d.monotonic_ns - d.state.arrival_ns) / 1e6
         level = ERROR if age_ms > d.max_state_age_ms else OK
         state = _status(f"{node_name}: robot state", level, f"age {age_ms:.1f} ms", hardware_id,
                         {"age_ms": age_ms, "robot_tick": d.state.tick, "mode_machine": d.state.mode_machine,
                          "crc_ok": d.state.crc_ok})
-        hottest = int(np.argmax(d.state.temperature))
-        hottest_c = float(d.state.temperature[hottest])
-        level = ERROR if hottest_c > d.max_temperature_c else WARN if hottest_c > d.max_start_temperature_c else OK
-        motors = _status(
-            f"{node_name}: motor temperatures", level,
-            f"hottest {d.joint_names[hottest]} {hottest_c:.0f} C", hardware_id,
-            {name: float(t) for name, t in zip(d.joint_names, d.state.temperature)},
-        )
+        motors = _motor_status(d, f"{node_name}: motor temperatures", hardware_id)
 
-    level = ERROR if d.fault else OK
-    controller = _status(f"{node_name}: controller", level, d.fault or d.mode, hardware_id,
-                         {"mode": d.mode, "motion": d.motion or "", "fault": d.fault or ""})
+    level = ERROR if d.fault else WARN if d.motion_abort else OK
+    controller = _status(f"{node_name}: controller", level, d.fault or d.motion_abort or d.mode, hardware_id,
+                         {"mode": d.mode, "motion": d.motion or "", "fault": d.fault or "",
+                          "motion_abort": d.motion_abort or ""})
     msg = DiagnosticArray()
     msg.header.stamp = ros_time(d.stamp_ns)
     msg.status = [timing, state, motors, controller]

@@ -146,7 +146,7 @@ class SupervisorNode:
         """Every ``LOWSTATE_POLL_S``: the newest LowState, if new (its own thread)."""
         seen_ns = 0
         while not self._stop.wait(self.LOWSTATE_POLL_S):
-            payload, stamp_ns = self._lowstate.newest()
+            payload, stamp_ns, _arrival_ns = self._lowstate.newest()
             if payload is not None and stamp_ns != seen_ns:
                 seen_ns = stamp_ns
                 self._on_lowstate(payload)

@@ -11,7 +11,6 @@ serialiser on the control thread); the IDL structs say what peers see.
 
 import os
 import struct
-import time
 from dataclasses import dataclass
 
 import cyclonedds.idl.annotations as annotate
@@ -131,7 +130,8 @@ def new_session() -> int:
 class LowCmdArbiter:
     """Deploy side: one beat per control step, the newest grant, a verdict before each write.
 
-    Call :meth:`verdict` and :meth:`beat` from the control thread only; :meth:`refusal` from any.
+    Call :meth:`verdict` and :meth:`beat` from the control thread only; :meth:`allows_write`,
+    :meth:`refusal` and :meth:`operator_reset` from any.
     Needs :func:`asap_ros.dds.init_channels` first.
     """
 
@@ -147,7 +147,7 @@ class LowCmdArbiter:
         self._last = Verdict(False)
 
     def verdict(self, now_ns: int) -> Verdict:
-        payload, _stamp = self._grants.newest()
+        payload = self._grants.newest()[0]
         if payload is not None and payload is not self._grant_payload:
             self._grant_payload = payload
             try:
@@ -157,10 +157,15 @@ class LowCmdArbiter:
         self._last = self.lease.verdict(now_ns)
         return self._last
 
-    def beat(self, mode: Mode) -> None:
+    def beat(self, mode: Mode, now_ns: int) -> None:
+        """One beat, sent at ``now_ns`` (the control loop's monotonic clock)."""
         self._seq += 1
-        self.lease.beat(self._seq, time.monotonic_ns())
+        self.lease.beat(self._seq, now_ns)
         self._beats.write(encode_beat(Beat(self.lease.session, self._seq, mode, self.lease.yielded)))
+
+    def allows_write(self, now_ns: int) -> bool:
+        """Whether a write now stays within the lease (:meth:`WriteLease.allows_write`)."""
+        return self.lease.allows_write(now_ns)
 
     def operator_reset(self) -> None:
         """The controller left DAMPING on an operator Reset (any thread)."""

@@ -5,17 +5,31 @@ at most ``state_wait_s``), decode, ``Controller.step``, encode and write the ``L
 Samples travel as raw XCDR1 bytes both ways (:class:`asap_ros.runtime.dds.RawReader` /
 :class:`~asap_ros.runtime.dds.RawWriter`): the SDK's Python (de)serialiser (~0.5 ms) never runs here.
 Nothing slow runs here: each step leaves a :class:`StepRecord` in a bounded queue that a
-second thread hands to the sinks (DDS/ROS publishers, statistics). An e-stop wakes the loop
-at once, so the damping command goes out without waiting for the next deadline.
+second thread hands to the sinks (DDS/ROS publishers, statistics).
+
+An e-stop never waits for a step: :meth:`ControlLoop.request` latches it and writes the damping
+LowCmd itself; from then on nothing but damping is written until an accepted Reset, and the
+controller takes the EStop at its next step. An exception escaping a step (a bug, a broken
+writer) latches DAMPING with the exception as the reason and the loop streams damping from
+then on (:attr:`ControlLoop.fatal_error`). Durations come from the monotonic clock of the
+loop's :class:`~asap_ros.runtime.clock.Clock`; system time only stamps records.
+
+With an arbiter (the rt/lowcmd lease, :mod:`asap_ros.runtime.arbitration`) every write, the
+step's, the e-stop's and the last resort's damping alike, goes out only while the lease allows
+it (a supervisor takeover: nothing is written), and a fault in the lease's verdict latches
+DAMPING like an e-stop.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import gc
+import logging
+import math
 import os
 import threading
-import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,13 +37,27 @@ from typing import Any, Protocol
 import numpy as np
 
 from asap_ros.core.controller import Controller, StepOutput
+from asap_ros.core.errors import ConfigError, RejectedRequest
 from asap_ros.core.state import RobotState
-from asap_ros.core.state_machine import EStop, Mode, Reset
+from asap_ros.core.state_machine import EStop, Mode, Reset, Transition, describe
 from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
+from asap_ros.runtime.clock import SYSTEM_CLOCK, Clock
+from asap_ros.runtime.fault_injection import FaultInjection
 from asap_ros.runtime.lease import Verdict
 from asap_ros.runtime.scheduling import run_realtime
 
 Sink = Callable[["StepRecord"], None]
+CONTROL_THREAD = "asap-control"
+_log = logging.getLogger(__name__)
+
+
+def _describe_exception(exc: BaseException) -> str:
+    """``ZeroDivisionError('division by zero') at controller.py:231 in command``."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return repr(exc)
+    last = frames[-1]
+    return f"{exc!r} at {os.path.basename(last.filename)}:{last.lineno} in {last.name}"
 
 
 @dataclass
@@ -37,72 +65,101 @@ class StepRecord:
     """What one control step did, for publishers and recorders (off the control path)."""
 
     stamp_ns: int
-    """System time at which the LowCmd was written."""
+    """System time at which the LowCmd was written (data stamp)."""
     control_tick: int
     output: StepOutput
     lowstate_tick: int
     lowstate_stamp_ns: int
+    """System time at which that LowState arrived (0: the step had none)."""
     mocap_stamp_ns: int
     compute_ns: int
     latency_ns: int
-    """LowCmd write time minus the arrival time of the LowState it was built from."""
+    """LowCmd write time minus the arrival time of the LowState it was built from (monotonic clock)."""
     late: bool
     written: bool = True
     """The LowCmd went out (False: withheld, the supervisor holds rt/lowcmd or granted nothing)."""
     fault_latched: bool = False
     """DAMPING latched on this step: its command is the first damping command (a fault found in the
-    step, an e-stop accepted since the previous step, or the supervisor's takeover)."""
+    step, an e-stop since the previous step, the lease's fault, the last resort)."""
 
 
 class Arbiter(Protocol):
-    """Whether this process may write rt/lowcmd now (:class:`asap_ros.runtime.arbitration.LowCmdArbiter`)."""
+    """Whether this process may write rt/lowcmd now (:class:`asap_ros.runtime.arbitration.LowCmdArbiter`).
+
+    :meth:`verdict` and :meth:`beat` are called from the control thread only; :meth:`allows_write`
+    (read-only) and :meth:`operator_reset` from any thread.
+    """
 
     def verdict(self, now_ns: int) -> Verdict: ...
 
-    def beat(self, mode: Mode) -> None: ...
+    def beat(self, mode: Mode, now_ns: int) -> None: ...
+
+    def allows_write(self, now_ns: int) -> bool: ...
 
     def operator_reset(self) -> None: ...
 
 
 class StateSource(Protocol):
-    """Where the loop gets raw ``LowState`` samples with their arrival stamps."""
+    """Where the loop gets raw ``LowState`` samples with their arrival stamps:
+    ``(payload, stamp_ns, arrival_ns)``, system time and monotonic clock of one instant."""
 
-    def newest(self) -> tuple[bytes | None, int]: ...
+    def newest(self) -> tuple[bytes | None, int, int]: ...
 
-    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int]: ...
+    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int, int]: ...
 
 
 class LatestState:
     """A :class:`StateSource` fed by another thread calling :meth:`put` (an in-process robot).
 
-    On DDS the loop reads :class:`asap_ros.runtime.dds.PolledReader` itself instead: a listener
+    On DDS the loop reads :class:`asap_ros.dds.PolledReader` itself instead: a listener
     feeding ``put`` would run Python on Cyclone's receive thread.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
         self._cond = threading.Condition()
         self._payload: bytes | None = None
         self._stamp_ns = 0
+        self._arrival_ns = 0
         self._seq = 0
 
-    def put(self, payload: bytes, stamp_ns: int) -> None:
-        """DDS callback: keep only the newest sample, with the stamp taken on its arrival."""
+    def put(self, payload: bytes) -> None:
+        """Keep only the newest sample, stamped (both clocks) on its arrival here."""
+        stamp_ns, arrival_ns = self._clock.time_ns(), self._clock.monotonic_ns()
         with self._cond:
-            self._payload, self._stamp_ns = payload, stamp_ns
+            self._payload, self._stamp_ns, self._arrival_ns = payload, stamp_ns, arrival_ns
             self._seq += 1
             self._cond.notify_all()
 
-    def newest(self) -> tuple[bytes | None, int]:
-        """``(payload, stamp_ns)`` of the newest sample (``None`` before the first)."""
+    def newest(self) -> tuple[bytes | None, int, int]:
+        """``(payload, stamp_ns, arrival_ns)`` of the newest sample (``None`` before the first)."""
         with self._cond:
-            return self._payload, self._stamp_ns
+            return self._payload, self._stamp_ns, self._arrival_ns
 
-    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int]:
+    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int, int]:
         """The first sample to arrive after this call, or the newest one after ``timeout_s``."""
         with self._cond:
             seq = self._seq
             self._cond.wait_for(lambda: self._seq > seq, timeout=timeout_s)
-            return self._payload, self._stamp_ns
+            return self._payload, self._stamp_ns, self._arrival_ns
+
+
+def control_period_s(controller: Controller, period_s: float | None = None) -> float:
+    """``period_s``, by default the controller's actors' ``control_dt``."""
+    period_s = controller.control_dt if period_s is None else period_s
+    if period_s is None:
+        raise ValueError("period_s is needed for a controller without actors")
+    return period_s
+
+
+def check_control_rate(rate_hz: float, controller: Controller, source: str, key: str = "control_rate_hz") -> None:
+    """ConfigError unless ``rate_hz`` is the rate the controller's actors were trained at."""
+    dt = controller.control_dt
+    if dt is not None and not math.isclose(rate_hz * dt, 1.0, rel_tol=1e-6):
+        spec = (next(iter(controller.policies.values()), None) or controller.hold_policy).spec
+        problem = (f"must match the actors' control_dt {dt:g} s ({1 / dt:g} Hz, phase.control_dt in {spec.source}): "
+                   "an actor stepped at another rate sees another phase and other dynamics")
+        raise ConfigError(source, key, problem, rate_hz)
 
 
 def existing_cpu(cpu: int) -> int:
@@ -150,40 +207,70 @@ class ControlLoop:
     ``write_lowcmd(payload)`` is the only output on the control path: the DDS write of the
     LowCmd as raw XCDR1 bytes (``RawWriter("rt/lowcmd", LowCmd_).write``); ``states`` the
     input (``PolledReader("rt/lowstate", LowState_)`` on DDS; default a :class:`LatestState`
-    to ``put`` samples into). ``last_state`` is the newest decoded state, for publishers on
-    other threads (read it, never mutate it).
+    to ``put`` samples into). ``period_s`` defaults to the actors' ``control_dt`` and must match
+    it. ``last_state`` is the newest decoded state, for publishers on other threads (read it,
+    never mutate it).
+
+    Two locks: the step lock, held while the controller computes a step (and while it applies
+    an operator request), and the small write lock around each ``write_lowcmd``. An e-stop
+    takes only the write lock (:meth:`request`). An exception escaping a step latches DAMPING
+    for good (:attr:`fatal_error`) and the loop streams damping every period while the writer
+    works. ``arbiter`` (optional): the rt/lowcmd lease every write goes through; a withheld
+    write still leaves a StepRecord (``written`` False), a failed one none.
     """
 
     def __init__(
         self,
         controller: Controller,
         write_lowcmd: Callable[[bytes], None],
-        period_s: float = 0.02,
+        period_s: float | None = None,
         state_wait_s: float = 0.004,
         late_after_s: float = 0.005,
         realtime_priority: int = 0,
         cpus: frozenset[int] = frozenset(),
         record_queue: int = 1024,
         states: StateSource | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        fault_injection: FaultInjection | None = None,
         arbiter: Arbiter | None = None,
     ) -> None:
+        period_s = control_period_s(controller, period_s)
+        check_control_rate(1.0 / period_s, controller, "ControlLoop", "1 / period_s")
         self.controller = controller
-        self.states = states if states is not None else LatestState()
+        self.clock = clock
+        self.states = states if states is not None else LatestState(clock)
         self.stats = TimingStats()
         self.mocap_stamp_ns = 0
         self.last_state: RobotState | None = None
         self.decode_errors = 0
+        self.fatal_error: str | None = None
+        """Why the control loop stopped running the controller (an exception escaped a step, or
+        the thread ended); DAMPING is streamed from then on and no request but EStop is accepted."""
+        self.write_errors = 0
+        self.last_write_error: str | None = None
         self._write = write_lowcmd
         self._arbiter = arbiter
         self.withheld = 0
         """Steps whose LowCmd the arbiter withheld."""
         self._encoder = LowCmdEncoder()
+        self._damping_encoder = LowCmdEncoder()
+        self._damping = controller.damping_command
+        self._damping_payload: bytes | None = None
+        """The damping LowCmd for the robot's mode_machine, encoded in advance for the e-stop."""
         self._period_ns = int(round(period_s * 1e9))
         self._state_wait_s = state_wait_s
         self._late_after_ns = int(late_after_s * 1e9)
         self._priority = realtime_priority
         self._cpus = cpus
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._damping_only = False
+        """Set by an e-stop (and a fatal error), under the write lock: nothing but damping is
+        written until an accepted Reset."""
+        self._pending_estop: EStop | None = None
+        self._fatal_output: StepOutput | None = None
+        self._last_damping = controller.mode is Mode.DAMPING
+        """The previous step's command was damping (:attr:`StepRecord.fault_latched` marks the first)."""
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._records: collections.deque[StepRecord] = collections.deque(maxlen=record_queue)
@@ -191,23 +278,76 @@ class ControlLoop:
         self._sinks: list[Sink] = []
         self._threads: list[threading.Thread] = []
         self._mode_machine: int | None = None
-        self._last_mode = controller.mode
         self._tick = 0
         self._dropped_records = 0
         self.scheduling_note: str | None = None
         """Why the control thread runs without the requested priority or CPU (set by :meth:`start`)."""
         self._scheduled = threading.Event()
         self.sink_errors: list[str] = []
+        self.fault_injection = fault_injection if fault_injection is not None else FaultInjection.from_env()
+        """Test support (:mod:`asap_ros.runtime.fault_injection`); None in operation."""
+        if self.fault_injection is not None:
+            self.fault_injection.install(controller)
+            _log.warning("fault injection active (test support only): %s", self.fault_injection.describe())
 
     # --- operator side (any thread) -------------------------------------------------
     def request(self, req: Any) -> None:
-        """Validate and apply an operator request; raises RejectedRequest, state unchanged."""
-        with self._lock:
-            self.controller.request(req, time.time_ns())
-            if isinstance(req, Reset) and self._arbiter is not None:
-                self._arbiter.operator_reset()
+        """Validate and apply an operator request; raises RejectedRequest, state unchanged.
+
+        An EStop never waits for a running step: it is latched, the damping LowCmd is written
+        at once from this thread, and the controller takes the EStop at its next step. Any
+        other request waits for the step lock and applies a latched EStop first.
+        """
         if isinstance(req, EStop):
-            self._wake.set()
+            self._latch_estop(req)
+            return
+        with self._lock:
+            self._apply_pending_estop()
+            if self.fatal_error is not None:
+                raise RejectedRequest(
+                    f"{describe(req)} refused: the control loop failed ({self.fatal_error}); it streams damping "
+                    "until asap_deploy is restarted")
+            self.controller.request(req, self.clock.monotonic_ns(), self.clock.time_ns())
+            if isinstance(req, Reset):
+                with self._write_lock:
+                    self._damping_only = self._pending_estop is not None
+                if self._arbiter is not None:
+                    self._arbiter.operator_reset()
+
+    def _latch_estop(self, req: EStop) -> None:
+        with self._write_lock:
+            self._damping_only = True
+            if self._pending_estop is None:
+                self._pending_estop = req
+            if self._damping_payload is not None and self._allows_write():
+                try:
+                    self._write(self._damping_payload)
+                except Exception as exc:  # the control thread retries every period
+                    self._count_write_error(exc)
+        self._wake.set()
+
+    def _allows_write(self) -> bool:
+        """A write between steps (the e-stop's) stays within the lease, read-only."""
+        return self._arbiter is None or self._arbiter.allows_write(self.clock.monotonic_ns())
+
+    @property
+    def mode(self) -> Mode:
+        """The controller's mode, or DAMPING as soon as an e-stop is latched or the loop failed."""
+        if self.fatal_error is not None or self._pending_estop is not None:
+            return Mode.DAMPING
+        return self.controller.mode
+
+    @property
+    def fault_reason(self) -> str | None:
+        """Why DAMPING: the loop's failure, the controller's latched reason, or a latched e-stop."""
+        pending = self._pending_estop
+        return (self.fatal_error or self.controller.fault_reason
+                or (f"e-stop: {pending.reason}" if pending is not None else None))
+
+    @property
+    def alive(self) -> bool:
+        """The control thread runs (after :meth:`start`, until :meth:`stop` or its death)."""
+        return any(t.name == CONTROL_THREAD and t.is_alive() for t in self._threads)
 
     def add_sink(self, sink: Sink) -> None:
         """Call ``sink(record)`` for every step, from the sink thread, never the control thread."""
@@ -225,7 +365,7 @@ class ControlLoop:
         a ROS node's start-up objects takes ~17 ms; frozen, later ones scan only newer objects."""
         gc.freeze()
         self._threads = [
-            threading.Thread(target=self._run, name="asap-control", daemon=True),
+            threading.Thread(target=self._run, name=CONTROL_THREAD, daemon=True),
             threading.Thread(target=self._drain, name="asap-sinks", daemon=True),
         ]
         for thread in self._threads:
@@ -242,21 +382,31 @@ class ControlLoop:
 
     # --- control thread --------------------------------------------------------------
     def _run(self) -> None:
-        self._set_thread_scheduling()
-        self._scheduled.set()
+        try:
+            self._set_thread_scheduling()
+        finally:
+            self._scheduled.set()
+        try:
+            self._loop()
+        except BaseException as exc:  # the thread ends: no more LowCmd, records or lease beats
+            self.fatal_error = self.fatal_error or f"control thread ended: {exc!r}"
+            raise
+
+    def _loop(self) -> None:
+        clock = self.clock
         late = False
-        deadline = time.monotonic_ns() + self._period_ns
+        deadline = clock.monotonic_ns() + self._period_ns
         while not self._stop.is_set():
-            woken = self._wake.wait(max(0.0, (deadline - time.monotonic_ns()) / 1e9))
+            woken = self._wake.wait(max(0.0, (deadline - clock.monotonic_ns()) / 1e9))
             if self._stop.is_set():
                 break
             if woken:
                 self._wake.clear()
-                self._step(*self.states.newest(), late=False)
+                self._guarded_step(self.states.newest, late=False)
                 continue
             # a sample arriving after the deadline: fresh, and its arrival starts the latency
-            self._step(*self.states.next_arrival(self._state_wait_s), late)
-            finished = time.monotonic_ns()
+            self._guarded_step(lambda: self.states.next_arrival(self._state_wait_s), late)
+            finished = clock.monotonic_ns()
             late = finished > deadline + self._late_after_ns
             if late:
                 self.stats.deadline_misses += 1
@@ -266,63 +416,144 @@ class ControlLoop:
                 self.stats.skipped_periods += int(skipped)
                 deadline += skipped * self._period_ns
 
-    def _step(self, payload: bytes | None, arrival_ns: int, late: bool) -> None:
-        started = time.time_ns()
-        state = self._decode(payload, arrival_ns)
+    def _guarded_step(self, take: Callable[[], tuple[bytes | None, int, int]], late: bool) -> None:
+        """One step; an exception escaping it is the last-resort path, never the thread's end."""
+        try:
+            self._step(*take(), late)
+        except Exception as exc:
+            self._on_step_error(exc)
+
+    def _step(self, payload: bytes | None, stamp_ns: int, arrival_ns: int, late: bool) -> None:
+        clock = self.clock
+        started = clock.monotonic_ns()
+        state = self._decode(payload, stamp_ns, arrival_ns)
         if state is not None and state.crc_ok:
-            self._mode_machine = state.mode_machine
+            self._set_mode_machine(state.mode_machine)
             self.last_state = state
-        verdict = self._arbiter.verdict(time.monotonic_ns()) if self._arbiter is not None else None
-        with self._lock:
-            if verdict is not None and verdict.fault is not None and self.controller.mode is not Mode.DAMPING:
-                self.controller.request(EStop(verdict.fault), time.time_ns())
-            output = self.controller.step(state, time.time_ns(), late)
-        fault_latched = output.mode is Mode.DAMPING and self._last_mode is not Mode.DAMPING
-        self._last_mode = output.mode
-        if self._arbiter is not None:
-            self._arbiter.beat(output.mode)
+        verdict = self._arbiter.verdict(clock.monotonic_ns()) if self._arbiter is not None else None
+        if self._fatal_output is not None:
+            output = self._fatal_output
+        else:
+            with self._lock:
+                self._apply_pending_estop()
+                if verdict is not None and verdict.fault is not None and self.controller.mode is not Mode.DAMPING:
+                    self.controller.request(EStop(verdict.fault), clock.monotonic_ns(), clock.time_ns())
+                faults = self.fault_injection
+                if faults is not None:
+                    faults.before_step(self._tick + 1)
+                output = self.controller.step(state, clock.monotonic_ns(), late, clock.time_ns())
+                if faults is not None:
+                    faults.after_step(output)
         if self._mode_machine is None:
+            self._beat(output.mode)
             return  # never heard from the robot: a LowCmd needs its mode_machine
         may_write = verdict is None or verdict.may_write
-        if may_write:
-            self._write(self._encoder.encode_cdr(output.command, self._mode_machine))
-        else:
-            self.withheld += 1
-        written = time.time_ns()
+        output, damping = self._write_command(output, may_write)
+        self._beat(output.mode)  # not after a write that raised: the lease runs out, the supervisor takes over
+        written = clock.monotonic_ns()
         latency = written - arrival_ns if state is not None else 0
         compute = written - started
         if state is not None and may_write:
             self.stats.add(latency, compute)
+        self._record(output, damping, state, stamp_ns, compute, latency, late, may_write)
+
+    def _beat(self, mode: Mode) -> None:
+        if self._arbiter is not None:
+            self._arbiter.beat(mode, self.clock.monotonic_ns())
+
+    def _write_command(self, output: StepOutput, may_write: bool) -> tuple[StepOutput, bool]:
+        """Write the step's command, or damping when an e-stop is latched, if ``may_write`` (the
+        lease's verdict; counted as withheld otherwise). Returns what the step commands and
+        whether that is damping."""
+        assert self._mode_machine is not None  # the caller checks: a LowCmd needs the robot's mode_machine
+        payload: bytes | None = self._encoder.encode_cdr(output.command, self._mode_machine)
+        with self._write_lock:
+            if self._damping_only and output.mode is not Mode.DAMPING:
+                payload, output = self._damping_payload, dataclasses.replace(output, command=self._damping)
+            if may_write:
+                self._write(payload)
+            else:
+                self.withheld += 1
+            damping = self._damping_only or output.mode is Mode.DAMPING
+        return output, damping
+
+    def _record(self, output: StepOutput, damping: bool, state: RobotState | None, stamp_ns: int, compute: int,
+                latency: int, late: bool, written: bool) -> None:
+        fault_latched, self._last_damping = damping and not self._last_damping, damping
         self._tick += 1
         if len(self._records) == self._records.maxlen:
             self._dropped_records += 1
         self._records.append(
             StepRecord(
-                stamp_ns=written,
+                stamp_ns=self.clock.time_ns(),
                 control_tick=self._tick,
                 output=output,
                 lowstate_tick=state.tick if state is not None else 0,
-                lowstate_stamp_ns=arrival_ns if state is not None else 0,
+                lowstate_stamp_ns=stamp_ns if state is not None else 0,
                 mocap_stamp_ns=self.mocap_stamp_ns,
                 compute_ns=compute,
                 latency_ns=latency,
                 late=late,
-                written=may_write,
+                written=written,
                 fault_latched=fault_latched,
             )
         )
         with self._records_ready:
             self._records_ready.notify()
 
-    def _decode(self, payload: bytes | None, arrival_ns: int) -> RobotState | None:
+    def _apply_pending_estop(self) -> None:
+        """Hand a latched EStop to the controller (step lock held)."""
+        with self._write_lock:
+            req, self._pending_estop = self._pending_estop, None
+        if req is not None:
+            self.controller.request(req, self.clock.monotonic_ns(), self.clock.time_ns())
+
+    def _set_mode_machine(self, mode_machine: int) -> None:
+        if mode_machine != self._mode_machine:
+            payload = self._damping_encoder.encode_cdr(self._damping, mode_machine)
+            with self._write_lock:
+                self._mode_machine, self._damping_payload = mode_machine, payload
+
+    def _on_step_error(self, exc: Exception) -> None:
+        """Last resort: latch DAMPING with the exception as the reason and stream damping from now on."""
+        if self._fatal_output is not None:  # already streaming damping: the write itself fails
+            self._count_write_error(exc)
+            return
+        reason = f"control step raised {_describe_exception(exc)}"
+        self.fatal_error = reason
+        with self._write_lock:
+            self._damping_only = True
+        try:
+            transition = self.controller.fail(reason, self.clock.time_ns())
+        except Exception:  # the controller is broken: report the switch without it
+            transition = None
+        if transition is None:
+            transition = Transition(Mode.DAMPING, Mode.DAMPING, reason, self.clock.time_ns())
+        first = StepOutput(command=self._damping, mode=Mode.DAMPING, policy=None, transition=transition, fault=reason)
+        self._fatal_output = dataclasses.replace(first, transition=None)
+        if self._mode_machine is None:
+            return
+        may_write = self._allows_write()
+        try:
+            self._write_command(first, may_write)
+        except Exception as write_exc:
+            self._count_write_error(write_exc)
+            return
+        self._record(first, True, None, 0, 0, 0, False, may_write)
+
+    def _count_write_error(self, exc: Exception) -> None:
+        self.write_errors += 1
+        self.last_write_error = repr(exc)
+
+    def _decode(self, payload: bytes | None, stamp_ns: int, arrival_ns: int) -> RobotState | None:
         """A malformed sample is treated like one with a bad CRC: counted, its content never used."""
         if payload is None:
             return None
         try:
-            return decode_lowstate_cdr(payload, arrival_ns)
+            return decode_lowstate_cdr(payload, stamp_ns, arrival_ns)
         except ValueError:
             self.decode_errors += 1
-            return RobotState(stamp_ns=arrival_ns, crc_ok=False)
+            return RobotState(stamp_ns=stamp_ns, arrival_ns=arrival_ns, crc_ok=False)
 
     def _set_thread_scheduling(self) -> None:
         """SCHED_FIFO and CPU pinning of the control thread (Linux applies both per thread)."""

@@ -225,8 +225,9 @@ class PolledReader:
     the robot's 500 Hz stalls reception in the whole process whenever another thread holds the
     GIL, and the control loop then finds no fresh state.) The waiting thread blocks in a waitset
     with the GIL released. Same interface as :class:`asap_ros.runtime.control_loop.LatestState`; one
-    thread at a time. A sample is stamped when it is taken: on arrival for one that wakes
-    :meth:`next_arrival`, at most one reader poll late for one found already waiting.
+    thread at a time. A sample is stamped when it is taken, on both clocks (system time for
+    data, monotonic for its age): on arrival for one that wakes :meth:`next_arrival`, at most
+    one reader poll late for one found already waiting.
     """
 
     def __init__(self, topic: str, idl_type: type, qos: Qos | None = None) -> None:
@@ -236,6 +237,7 @@ class PolledReader:
         self._waitset = _waitset_on_new_data(dp, self._reader)
         self._payload: bytes | None = None
         self._stamp_ns = 0
+        self._arrival_ns = 0
         self._in_use = threading.Lock()
         """Held while taking or waiting: :meth:`close` never deletes the entities under a reader."""
         self._closed = False
@@ -247,28 +249,28 @@ class PolledReader:
             raise DDSException(samples, "raw take")
         valid = [data for data, info in samples if info.valid_data]
         if valid:
-            self._payload, self._stamp_ns = valid[-1], time.time_ns()
+            self._payload, self._stamp_ns, self._arrival_ns = valid[-1], time.time_ns(), time.monotonic_ns()
         return bool(valid)
 
-    def newest(self) -> tuple[bytes | None, int]:
-        """``(payload, stamp_ns)`` of the newest sample (``None`` before the first)."""
+    def newest(self) -> tuple[bytes | None, int, int]:
+        """``(payload, stamp_ns, arrival_ns)`` of the newest sample (``None`` before the first)."""
         with self._in_use:
             if not self._closed:
                 self._take()
-            return self._payload, self._stamp_ns
+            return self._payload, self._stamp_ns, self._arrival_ns
 
-    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int]:
+    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int, int]:
         """The first sample to arrive after this call, or the newest one after ``timeout_s``."""
         with self._in_use:
             if self._closed:
-                return self._payload, self._stamp_ns
+                return self._payload, self._stamp_ns, self._arrival_ns
             self._take()  # waiting already: not the next arrival
             deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
             while (left_ns := deadline_ns - time.monotonic_ns()) > 0:
                 self._waitset.wait(left_ns)
                 if self._take():
                     break
-            return self._payload, self._stamp_ns
+            return self._payload, self._stamp_ns, self._arrival_ns
 
     def close(self) -> None:
         """Delete the reader once no thread is taking from it or waiting on it (idempotent)."""

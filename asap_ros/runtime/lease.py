@@ -104,6 +104,16 @@ class WriteLease:
         self._grant = grant
         self._granted = self._granted or grant.session == self.session
 
+    def allows_write(self, now_ns: int) -> bool:
+        """Whether a write at ``now_ns`` stays within the newest grant (read-only, any thread: the
+        e-stop's damping write between control steps). No grant, a takeover, a handback or an
+        expired lease: no."""
+        grant = self._grant
+        if grant is None or grant.state is Supervision.TAKEOVER or grant.session == 0:
+            return False
+        age_ns = self._age_ns(grant, now_ns)
+        return age_ns is not None and age_ns < grant.lease_ns
+
     @property
     def yielded(self) -> bool:
         """The supervisor's takeover has been seen: nothing is written until it hands back."""

@@ -14,13 +14,14 @@ from typing import Any
 
 from asap_ros.core.controller import Controller
 from asap_ros.g1.layout import LOWCMD_TOPIC, LOWSTATE_TOPIC
-from asap_ros.runtime.control_loop import ControlLoop
+from asap_ros.runtime.control_loop import ControlLoop, control_period_s
 
 
 class DdsControl:
     """A control loop for ``controller`` on this process's DDS domain.
 
-    ``loop_options`` go to :class:`ControlLoop` (period, waits, priority, CPUs).
+    ``loop_options`` go to :class:`ControlLoop` (period, default the actors' ``control_dt``; waits,
+    priority, CPUs; clock).
     ``publish_steps``: also publish :mod:`asap_ros.runtime.step_topics` (what the recorder reads).
     ``supervised``: write ``rt/lowcmd`` only under ``asap_supervisor``'s lease
     (:class:`~asap_ros.runtime.arbitration.LowCmdArbiter`; DAMPING latched two control periods
@@ -45,7 +46,8 @@ class DdsControl:
         self._closers.append(self.lowstate)
         self.arbiter: Any = None
         if supervised:
-            self.arbiter = LowCmdArbiter(damping_margin_ns=2 * int(loop_options.get("period_s", 0.02) * 1e9))
+            period_s = control_period_s(controller, loop_options.get("period_s"))
+            self.arbiter = LowCmdArbiter(damping_margin_ns=2 * int(period_s * 1e9))
             self._closers.append(self.arbiter)
         self.loop = ControlLoop(controller, self.lowcmd.write, states=self.lowstate, arbiter=self.arbiter,
                                 **loop_options)

@@ -7,6 +7,7 @@ and nothing rejected reaches the motors.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -121,6 +122,8 @@ class RobotReading:
     gyro: np.ndarray
     acc: np.ndarray
     imu_temperature_c: float
+    motor_error: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(NUM_MOTORS, dtype=np.uint32))
+    """Per-motor error bits (``motorstate``; 0 = healthy)."""
 
 
 class LowStateEncoder:
@@ -149,5 +152,6 @@ class LowStateEncoder:
         motors["ddq"] = reading.ddq
         motors["tau_est"] = reading.tau
         motors["temperature"] = np.round(reading.temperature_c)[:, None]  # winding and casing sensors alike
+        motors["motorstate"] = reading.motor_error
         self.record["crc"] = record_crc(self.record)
         return LOWSTATE_WIRE.to_cdr(self.record)

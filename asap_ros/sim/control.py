@@ -1,4 +1,4 @@
-"""Client for a running simulator's control topic (band lower/raise/release/attach)."""
+"""Client for a running simulator's control topic (band, remote buttons, motor health overrides)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ class SimControlClient:
         dp = participant()
         self._writer = DataWriter(dp, Topic(dp, CONTROL_TOPIC, SimControl_), qos=CONTROL_QOS)
 
-    def send(self, action: str, value: float = 0.0, wait_for_sim_s: float = 2.0) -> None:
-        """Send one request, waiting up to ``wait_for_sim_s`` for a simulator to listen."""
+    def send(self, action: str, value: float = 0.0, wait_for_sim_s: float = 2.0, motor: int = -1) -> None:
+        """Send one request (``motor``: the motor of a ``motor_*`` action), waiting up to
+        ``wait_for_sim_s`` for a simulator to listen."""
         if action not in CONTROL_ACTIONS:
             raise AsapError(f"unknown simulator action {action!r} (known: {', '.join(CONTROL_ACTIONS)})")
         deadline = time.monotonic() + wait_for_sim_s
@@ -33,7 +34,7 @@ class SimControlClient:
             if time.monotonic() > deadline:
                 raise AsapError(f"no simulator listens on {CONTROL_TOPIC} (waited {wait_for_sim_s:g} s)")
             time.sleep(0.02)
-        self._writer.write(SimControl_(action=action, value=float(value)))
+        self._writer.write(SimControl_(action=action, value=float(value), motor=int(motor)))
 
     def close(self) -> None:
         close_entity(self._writer)

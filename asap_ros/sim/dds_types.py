@@ -2,7 +2,7 @@
 
 ``rt/asap_sim/ground_truth``: one :class:`GroundTruth_` per published LowState (same tick).
 ``rt/asap_sim/control``: :class:`SimControl_` requests (band lower/raise/release/attach,
-wireless-remote buttons).
+wireless-remote buttons, motor health overrides).
 """
 
 
@@ -24,7 +24,17 @@ BAND_ATTACH = "band_attach"
 REMOTE_BUTTONS = "remote_buttons"
 """Press exactly these wireless-remote buttons: ``value`` is the 16-bit button field of
 ``LowState.wireless_remote`` (bytes 2-3, see :mod:`asap_ros.core.remote`); 0 releases them all."""
-CONTROL_ACTIONS = (BAND_LOWER, BAND_RAISE, BAND_RELEASE, BAND_ATTACH, REMOTE_BUTTONS)
+MOTOR_ERROR = "motor_error"
+"""Motor ``motor`` (0..28) reports ``value`` as its error bits (``MotorState_.motorstate``, an
+integer 0..2^32-1) from now on; 0 clears it."""
+MOTOR_TEMPERATURE = "motor_temperature"
+"""Motor ``motor`` (0..28, or -1: all) reports ``value`` deg C (both sensors) instead of the
+thermal model's temperature, until released."""
+MOTOR_TEMPERATURE_RELEASE = "motor_temperature_release"
+"""Motor ``motor`` (0..28, or -1: all) reports the thermal model's temperature again."""
+CONTROL_ACTIONS = (BAND_LOWER, BAND_RAISE, BAND_RELEASE, BAND_ATTACH, REMOTE_BUTTONS, MOTOR_ERROR, MOTOR_TEMPERATURE,
+                   MOTOR_TEMPERATURE_RELEASE)
+MOTOR_ACTIONS = (MOTOR_ERROR, MOTOR_TEMPERATURE, MOTOR_TEMPERATURE_RELEASE)
 
 
 @dataclass
@@ -48,3 +58,5 @@ class GroundTruth_(IdlStruct, typename="asap_sim.msg.dds_.GroundTruth_"):
 class SimControl_(IdlStruct, typename="asap_sim.msg.dds_.SimControl_"):
     action: str
     value: types.float64
+    motor: types.int32 = -1
+    """The motor a ``motor_*`` action applies to (G1 motor index; -1: all, where allowed)."""

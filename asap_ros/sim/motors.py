@@ -4,6 +4,8 @@ Each motor runs the PD law on the latest command every physics step
 (``tau = kp (q_t - q) + kd (dq_t - dq) + tau_ff``, zero when its mode is off), clipped to its
 effort limit and scaled by the profile's strength. A command takes effect after the
 profile's actuation delay; with no command for ``command_timeout`` the motors go limp.
+Motor error bits and temperatures can be overridden over the simulator's control topic to
+provoke the runtime's motor-health checks.
 """
 
 from __future__ import annotations
@@ -59,6 +61,25 @@ class ThermalModel:
     def update(self, tau: np.ndarray, dt: float) -> None:
         target = self.ambient_c + self._gain * np.square(tau)
         self.temperature_c += (target - self.temperature_c) * -np.expm1(-dt / self._time_constant)
+
+
+class MotorHealthOverrides:
+    """Motor health the simulator reports instead of its models (set over its control topic):
+    error bits per motor, and temperatures that replace the thermal model's."""
+
+    def __init__(self, motors: int):
+        self.error = np.zeros(motors, dtype=np.uint32)
+        self._temperature_c = np.full(motors, np.nan)  # NaN: the model's
+
+    def set_temperature(self, motors: slice | int, celsius: float) -> None:
+        self._temperature_c[motors] = celsius
+
+    def release_temperature(self, motors: slice | int) -> None:
+        self._temperature_c[motors] = np.nan
+
+    def temperature(self, model_c: np.ndarray) -> np.ndarray:
+        """The reported temperatures: the override where set, else the model's."""
+        return np.where(np.isnan(self._temperature_c), model_c, self._temperature_c)
 
 
 class CommandGate:

@@ -45,12 +45,16 @@ from asap_ros.sim.dds_types import (
     CONTROL_ACTIONS,
     CONTROL_TOPIC,
     GROUND_TRUTH_TOPIC,
+    MOTOR_ACTIONS,
+    MOTOR_ERROR,
+    MOTOR_TEMPERATURE,
+    MOTOR_TEMPERATURE_RELEASE,
     REMOTE_BUTTONS,
     GroundTruth_,
     SimControl_,
 )
 from asap_ros.sim.mocap_stream import MocapStream
-from asap_ros.sim.motors import CommandGate, MotorModel, ThermalModel
+from asap_ros.sim.motors import CommandGate, MotorHealthOverrides, MotorModel, ThermalModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
 
@@ -61,6 +65,18 @@ VIEWER_PERIOD_S = 1 / 60
 
 def _config_path(name: str) -> Path:
     return Path(name) if "/" in name else config_file(name)
+
+
+def _check_motor_action(action: str, value: float, motor: int) -> None:
+    """AsapError naming the action unless ``motor`` and ``value`` fit it."""
+    lowest = 0 if action == MOTOR_ERROR else -1
+    if not lowest <= motor < NUM_MOTORS:
+        allowed = "0.." if action == MOTOR_ERROR else "-1 (all) or 0.."
+        raise AsapError(f"simulator action {action}: motor must be {allowed}{NUM_MOTORS - 1}, got {motor!r}")
+    if action == MOTOR_ERROR and not (math.isfinite(value) and value == int(value) and 0 <= value < 1 << 32):
+        raise AsapError(f"simulator action {action}: value must be error bits 0..2^32-1, got {value!r}")
+    if action == MOTOR_TEMPERATURE and not -40.0 <= value <= 200.0:
+        raise AsapError(f"simulator action {action}: value must be a temperature -40..200 C, got {value!r}")
 
 
 class Simulator:
@@ -85,6 +101,7 @@ class Simulator:
         )
         self.motors = MotorModel(self.physics.effort_limit, self.profile.torque_scale)
         self.thermal = ThermalModel(self.profile.thermal, self.physics.effort_limit)
+        self.motor_health = MotorHealthOverrides(NUM_MOTORS)
         self.gate = CommandGate(self.profile.actuation_delay_s, config.command_timeout_s)
         seeds = [np.random.default_rng(s) for s in np.random.SeedSequence(self.profile.seed).spawn(3)]
         self.intake = LowCmdIntake(self.gate, config.mode_machine, self.profile.command_drop_probability, seeds[0])
@@ -98,7 +115,7 @@ class Simulator:
         self._gt_writer: DataWriter | None = None
         self._lowcmd_reader: RawReader | None = None
         self._control_reader: RawReader | None = None
-        self._requests: collections.deque[tuple[str, float]] = collections.deque()
+        self._requests: collections.deque[tuple[str, float, int]] = collections.deque()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pose = (self.physics.pelvis_pos(), self.physics.pelvis_quat_wxyz())
@@ -167,30 +184,34 @@ class Simulator:
         self.stop()
 
     # --- control --------------------------------------------------------------------------
-    def request(self, action: str, value: float = 0.0) -> None:
-        """Queue a band or remote action (see :mod:`asap_ros.sim.dds_types`) for the physics thread."""
+    def request(self, action: str, value: float = 0.0, motor: int = -1) -> None:
+        """Queue a band, remote or motor-health action (see :mod:`asap_ros.sim.dds_types`) for the
+        physics thread; ``motor`` is the motor of a ``motor_*`` action."""
         if action not in CONTROL_ACTIONS:
             raise AsapError(f"unknown simulator action {action!r} (known: {', '.join(CONTROL_ACTIONS)})")
-        if action == REMOTE_BUTTONS:
+        if action in MOTOR_ACTIONS:
+            _check_motor_action(action, value, motor)
+        elif action == REMOTE_BUTTONS:
             if value not in range(1 << 16):
                 raise AsapError(f"simulator action {action}: value must be a 16-bit button field, got {value!r}")
         elif not math.isfinite(value) or value < 0:
             raise AsapError(f"simulator action {action}: value must be a finite length >= 0 m, got {value!r}")
-        self._requests.append((action, value))
+        self._requests.append((action, value, motor))
 
     def _on_control(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         """RawReader handler (its own thread): one control request."""
         try:
             sample = SimControl_.deserialize(payload)
-            self.request(sample.action, sample.value)
+            self.request(sample.action, sample.value, sample.motor)
         except Exception as exc:  # malformed sample or refused request: counted, never applied
             self.controls_rejected += 1
             self.last_control_problem = str(exc)
 
     def _apply_requests(self) -> None:
-        band, step = self.physics.band, self.config.band.lower_step_m
+        band, step, health = self.physics.band, self.config.band.lower_step_m, self.motor_health
         while self._requests:
-            action, value = self._requests.popleft()
+            action, value, motor = self._requests.popleft()
+            motors = slice(None) if motor == -1 else motor
             if action == BAND_LOWER:
                 band.lower(value or step)
             elif action == BAND_RAISE:
@@ -201,6 +222,12 @@ class Simulator:
                 band.enabled = True
             elif action == REMOTE_BUTTONS:
                 self.lowstate.record["wireless_remote"][2:4] = (int(value) & 0xFF, int(value) >> 8)
+            elif action == MOTOR_ERROR:
+                health.error[motor] = int(value)
+            elif action == MOTOR_TEMPERATURE:
+                health.set_temperature(motors, value)
+            elif action == MOTOR_TEMPERATURE_RELEASE:
+                health.release_temperature(motors)
             self.controls_applied += 1
 
     # --- physics thread -------------------------------------------------------------------
@@ -221,9 +248,10 @@ class Simulator:
         """What the robot's sensors see now (true values; the LowState encoder adds noise)."""
         physics = self.physics
         return RobotReading(
-            q=physics.q(), dq=physics.dq(), ddq=physics.ddq(), tau=tau, temperature_c=self.thermal.temperature_c,
-            enabled=enabled, quat_wxyz=physics.pelvis_quat_wxyz(), gyro=physics.gyro(), acc=physics.accelerometer(),
-            imu_temperature_c=self.thermal.ambient_c,
+            q=physics.q(), dq=physics.dq(), ddq=physics.ddq(), tau=tau,
+            temperature_c=self.motor_health.temperature(self.thermal.temperature_c), enabled=enabled,
+            quat_wxyz=physics.pelvis_quat_wxyz(), gyro=physics.gyro(), acc=physics.accelerometer(),
+            imu_temperature_c=self.thermal.ambient_c, motor_error=self.motor_health.error.copy(),
         )  # fmt: skip
 
     def _run(self) -> None:

@@ -104,6 +104,11 @@ class LowCmdObserver:
         with self._cond:
             return [s for s in self.samples if start_ns <= s.stamp_ns < end_ns]
 
+    def from_writer(self, writer: int, since_ns: int) -> list[LowCmdSample]:
+        """The samples of one writer that arrived at or after ``since_ns``."""
+        with self._cond:
+            return [s for s in self.samples if s.writer == writer and s.stamp_ns >= since_ns]
+
     def writers_between(self, start_ns: int, end_ns: int) -> set[int]:
         """Publication handles of the writers heard in ``[start_ns, end_ns)``."""
         return {s.writer for s in self.between(start_ns, end_ns)}
@@ -138,12 +143,14 @@ def dying_with_this_process(args: list[str]) -> list[str]:
     return [sys.executable, "-c", DIE_WITH_PARENT, str(os.getpid()), *args]
 
 
-def node_process(module: str, domain: int, params: dict[str, Any], log: Path) -> subprocess.Popen:
-    """Start ``python -m asap_ros.ros.<module>`` with ``-p`` overrides on ``domain``."""
+def node_process(module: str, domain: int, params: dict[str, Any], log: Path,
+                 env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start ``python -m asap_ros.ros.<module>`` with ``-p`` overrides on ``domain`` (``env``: extra
+    environment variables, e.g. ``ASAP_ROS_FAULT_INJECTION``)."""
     args = [sys.executable, "-m", f"asap_ros.ros.{module}", "--ros-args", "-p", f"dds_domain:={domain}"]
     for name, value in params.items():
         args += ["-p", f"{name}:={value}"]
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
+    env = {**os.environ, **(env or {}), "ROS_DOMAIN_ID": str(domain)}
     return subprocess.Popen(dying_with_this_process(args), env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
                             stdout=log.open("w"), stderr=subprocess.STDOUT)
 
@@ -265,6 +272,8 @@ class System:
         self.deploy_params = {**TEST_DEPLOY_PARAMS, "controller_config": str(stiff_controller_config(logs)),
                               **(deploy_params or {})}
         self.supervisor_params = {**TEST_SUPERVISOR_PARAMS, **(supervisor_params or {})}
+        self.deploy_env: dict[str, str] = {}
+        """Extra environment of the deploy process (read at its start-up)."""
         self.sim = make_simulator(domain, lowstate_rate_hz, mocap_rate_hz) if sim else None
         self.lowcmd = LowCmdObserver()
         self.ros = RosClient(domain)
@@ -277,10 +286,11 @@ class System:
         self._deploy_runs += 1
         self.ros.latched.pop("/asap_deploy/mode", None)
         self.deploy = node_process("deploy_node", self.domain, self.deploy_params,
-                                   self.logs / f"deploy{self._deploy_runs}.log")
+                                   self.logs / f"deploy{self._deploy_runs}.log", self.deploy_env)
         assert self.ros.wait_mode(mode, 60.0), (self.ros.latched, self.log("deploy"))
 
     def start_supervisor(self) -> None:
+        self.ros.latched.pop("/asap_supervisor/state", None)
         self.supervisor = node_process("supervisor_node", self.domain, self.supervisor_params,
                                        self.logs / "supervisor.log")
         assert self.ros.spin_until(lambda: "/asap_supervisor/state" in self.ros.latched, 30.0), self.log("supervisor")
@@ -352,7 +362,17 @@ class System:
         self.deploy.wait(10)
         return killed_at
 
-    def close(self) -> None:
+    def restart_nodes(self, deploy_env: dict[str, str] | None = None) -> None:
+        """Stop both nodes, start them again (the deploy with ``deploy_env``) and stand: a fresh
+        deploy process for each fault injection, no takeover left from an earlier test."""
+        self.stop_nodes()
+        self.deploy_env = dict(deploy_env or {})
+        self.ros.latched.pop("/asap_deploy/fault", None)
+        self.start_supervisor()
+        self.start_deploy()
+        self.stand()
+
+    def stop_nodes(self) -> None:
         for process in (self.supervisor, self.deploy):  # supervisor first: a stopping deploy is no takeover
             if process is not None and process.poll() is None:
                 process.send_signal(signal.SIGINT)
@@ -361,6 +381,9 @@ class System:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(5)
+
+    def close(self) -> None:
+        self.stop_nodes()
         self.ros.close()
         self.lowcmd.close()
         if self.sim is not None:

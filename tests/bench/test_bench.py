@@ -58,11 +58,11 @@ def test_bench_samples_replay_the_clip_with_valid_crc(assets) -> None:
 
     assert len(samples) == 196  # ticks k with phase ((k + 1) * 0.02) / 3.933 s below 1
     frame = int(100 * spec.control_dt * clip.fps)
-    state = decode_lowstate_cdr(samples[100], 0)
+    state = decode_lowstate_cdr(samples[100], 0, 0)
     assert state.crc_ok and state.mode_machine == 5
     assert np.allclose(state.q[spec.driven_indices], clip.dof[frame], atol=0.02)
     assert np.isclose(np.linalg.norm(state.quat_wxyz), 1.0, atol=1e-5)
-    assert len({tuple(decode_lowstate_cdr(m, 0).q.round(3)) for m in samples}) == len(samples)
+    assert len({tuple(decode_lowstate_cdr(m, 0, 0).q.round(3)) for m in samples}) == len(samples)
 
 
 def test_bench_tick_rejects_bad_step_counts(capsys) -> None:

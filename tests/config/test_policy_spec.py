@@ -153,6 +153,9 @@ def test_missing_clip(tmp_path, robot):
         (lambda d: d["action"].update(scale="quarter"), r"action\.scale: must be a number \(got 'quarter'\)"),
         (lambda d: d["prepare"].update(pose=[0.0] * 16), r"prepare\.pose: must have 17 entries, has 16"),
         (lambda d: d["phase"].pop("control_dt"), r"phase\.control_dt: required key missing"),
+        (lambda d: d["prepare"].update(blend_s=0), r"prepare\.blend_s: must be at least one control step "
+         r"\(phase\.control_dt 0\.02 s\): a shorter blend would jump to the start pose at the motion's gains \(got 0\.0\)"),
+        (lambda d: d["prepare"].update(blend_s=0.019), r"prepare\.blend_s: must be at least one control step"),
         (lambda d: d.update(phaze={}), r"phaze: unknown key"),
     ],
 )

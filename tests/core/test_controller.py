@@ -1,8 +1,9 @@
 """The Controller with the real G1 model, the shipped config and the real CR7 actor (ONNX Runtime).
 
 The robot itself cannot run here: :class:`Rig` stands in for the G1's LowState stream. It
-stamps each state at the controller's clock and lets the joints follow the commanded
-targets exactly (no dynamics), which is all the mode logic needs.
+stamps each state on both of the controller's clocks (monotonic ``now``, system time ``wall``,
+which a test may step) and lets the joints follow the commanded targets exactly (no
+dynamics), which is all the mode logic needs.
 """
 
 from __future__ import annotations
@@ -18,15 +19,30 @@ import yaml
 from asap_ros.config.controller import load_controller_config
 from asap_ros.config.paths import config_file, policies_dir
 from asap_ros.config.robot import load_robot_model
-from asap_ros.core.controller import Controller, ControllerConfig, EStop, Mode, Reset, Stand, Start, StepOutput, Stop
+from asap_ros.core.controller import (
+    Blend,
+    Controller,
+    ControllerConfig,
+    EStop,
+    Mode,
+    Reset,
+    Stand,
+    Start,
+    StepOutput,
+    Stop,
+)
 from asap_ros.core.errors import ConfigError, RejectedRequest
-from asap_ros.core.policy import PolicyOutput, PolicyRunner
+from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.robot import RobotModel
-from asap_ros.core.state import NUM_MOTORS, RobotState
+from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 from asap_ros.runtime.policies import load_policy_runner
+from asap_ros.testing.actors import corrupted_runner
 
 MOTION = "CR7_level1"
 T0 = 1_700_000_000_000_000_000
+"""System time at the start of a rig."""
+MONO0 = 5_000_000_000
+"""Monotonic clock at the start of a rig."""
 DT = 0.02
 KNEE = 3
 WRISTS = [19, 20, 21, 26, 27, 28]
@@ -40,8 +56,13 @@ def robot() -> RobotModel:
 
 @pytest.fixture(scope="module")
 def config() -> ControllerConfig:
-    """The shipped config with the PD hold (HOLD with the standing actor: tests/core/test_loco.py)."""
-    return dataclasses.replace(load_controller_config(), hold_policy=None)
+    """The shipped config with the PD hold (HOLD with the standing actor: tests/core/test_loco.py) and
+    no target-step limit: the rig's joints jump to their targets (no dynamics), so the actor
+    swings joints between their limits (right ankle pitch, 1.4 rad at tick 95); the limit has
+    its own tests below."""
+    shipped = load_controller_config()
+    return dataclasses.replace(shipped, hold_policy=None,
+                               safety=dataclasses.replace(shipped.safety, max_target_step_rad=100.0))
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +78,20 @@ class Rig:
         self.robot = robot
         self.controller = Controller(robot, {MOTION: runner}, config)
         self.runner = runner
-        self.now = T0
+        self.now = MONO0
+        self.wall_offset = T0 - MONO0
+        """System time minus monotonic clock (a step of the system clock changes it)."""
         self.q = np.linspace(-0.05, 0.05, NUM_MOTORS)  # limp, hanging: not the default pose
         self.outputs: list[StepOutput] = []
 
+    @property
+    def wall(self) -> int:
+        return self.now + self.wall_offset
+
     def state(self) -> RobotState:
         return RobotState(
-            stamp_ns=self.now - 1_000_000, q=self.q.copy(), temperature=np.full(NUM_MOTORS, 40.0)
+            stamp_ns=self.wall - 1_000_000, arrival_ns=self.now - 1_000_000, q=self.q.copy(),
+            temperature=np.full(NUM_MOTORS, 40.0),
         )
 
     def step(
@@ -73,14 +101,14 @@ class Rig:
         state = self.state()
         if corrupt is not None:
             state = corrupt(state)
-        out = self.controller.step(state, self.now, late)
+        out = self.controller.step(state, self.now, late, stamp_ns=self.wall)
         if out.mode in ACTIVE:
             self.q = out.command.q.copy()
         self.outputs.append(out)
         return out
 
     def request(self, req) -> None:
-        self.controller.request(req, self.now)
+        self.controller.request(req, self.now, self.wall)
 
     def bring_to(self, mode: Mode) -> None:
         self.step()
@@ -293,7 +321,7 @@ def test_every_transition_is_reported_once_in_order(rig: Rig) -> None:
     """Two requests between steps: both transitions come out, one per step, with their stamps."""
     rig.bring_to(Mode.HOLD)
     before = len(rig.transitions())
-    stamp = rig.now
+    stamp = rig.wall  # transitions are stamped on the system clock
     rig.request(Start(MOTION))
     rig.request(Stop())
     first, second, third = rig.step(), rig.step(), rig.step()
@@ -318,7 +346,7 @@ def _set(field: str, index: int | None, value) -> Callable[[RobotState], RobotSt
 
 
 def _stale(state: RobotState) -> RobotState:
-    state.stamp_ns -= 60_000_000  # 61 ms old at the step
+    state.arrival_ns -= 60_000_000  # 61 ms old at the step
     return state
 
 
@@ -337,6 +365,8 @@ FAULTS = [
     ("joint speed", _set("dq", KNEE, 25.0), False, 1, "joint left_knee_joint speed 25.00 rad/s"),
     ("torso tilt", _set("quat_wxyz", None, _tilted(70.0)), False, 1, "torso tilt 70.0 deg"),
     ("overheating", _set("temperature", KNEE, 95.0), False, 1, "overheating: motor left_knee_joint at 95 C"),
+    ("motor error", _set("motor_error", KNEE, 0x200), False, 1,
+     "motor left_knee_joint reports error state 0x00000200 (winding overheating)"),
     ("deadline misses", None, True, "max_consecutive_late_steps", "consecutive late control steps"),
     # corrupted samples are never used: the last valid one ages until it is stale (3 x 20 ms)
     ("bad crc", _set("crc_ok", None, False), False, 3, "stale robot state: 61.0 ms old"),
@@ -381,43 +411,38 @@ def test_passive_never_latches_and_never_passes_state_through(rig: Rig, config, 
     assert rig.controller.mode is Mode.STAND_UP
 
 
-class CorruptingRunner(PolicyRunner):
-    """Test double, minimal: the real CR7 runner, whose output is corrupted on one tick.
-
-    A trained actor does not produce NaN or raise on a healthy state, so the fault paths
-    for the actor output can only be reached by corrupting it.
-    """
-
-    def __init__(self, real: PolicyRunner, at_tick: int, how: str):
-        super().__init__(real.spec, real.robot, real.actor)
-        self.at_tick, self.how = at_tick, how
-
-    def step(self, state: RobotState) -> PolicyOutput:
-        out = super().step(state)
-        if out.tick == self.at_tick:
-            if self.how == "raise":
-                raise FloatingPointError("actor diverged")
-            out.raw_action[5] = np.nan
-        return out
-
-
 @pytest.mark.parametrize(
-    ("how", "reason"),
+    ("value", "reason"),
     [
-        ("nan", "actor output[5] is nan"),
-        ("raise", "policy CR7_level1 step failed: FloatingPointError('actor diverged')"),
+        (np.nan, "policy CR7_level1: actor output[5] (left_ankle_roll_joint) is nan"),
+        (np.inf, "policy CR7_level1: actor output[5] (left_ankle_roll_joint) is inf"),
+        (-np.inf, "policy CR7_level1: actor output[5] (left_ankle_roll_joint) is -inf"),
+        (100.5, "policy CR7_level1: actor output[5] (left_ankle_roll_joint) = 100.5 is beyond the action clip +-100"),
+        (FloatingPointError("actor diverged"), "policy CR7_level1 step failed: FloatingPointError('actor diverged')"),
     ],
+    ids=["nan", "inf", "-inf", "beyond clip", "raise"],
 )
-def test_actor_output_fault(robot, config, runners, how: str, reason: str) -> None:
-    rig = Rig(robot, config, CorruptingRunner(runners[0], at_tick=3, how=how))
+def test_actor_output_is_checked_before_clipping(robot, config, runners, value, reason: str) -> None:
+    """A wild raw output latches DAMPING in that step: never a clipped joint-limit target at full kp."""
+    rig = Rig(robot, config, corrupted_runner(runners[0], 3, 5, value))
     rig.bring_to(Mode.TRACKING)  # ran tick 0
     for _ in range(2):
         assert rig.step().mode is Mode.TRACKING
     out = rig.step()
     assert_damping(out, config)
     assert out.fault == reason
-    if how == "nan":
-        assert out.policy.tick == 3 and np.isnan(out.policy.raw_action[5])  # recorded, never sent
+    if not isinstance(value, Exception):
+        assert out.policy.tick == 3  # recorded with the step, never sent
+        np.testing.assert_array_equal(out.policy.actor_output[5], np.float32(value))
+        if not np.isnan(value):
+            assert abs(out.policy.raw_action[5]) <= 100  # clipping alone would have sent this
+
+
+def test_an_output_at_the_clip_is_no_fault(robot, config, runners) -> None:
+    rig = Rig(robot, config, corrupted_runner(runners[0], 3, 5, 100.0))
+    rig.bring_to(Mode.TRACKING)
+    outputs = [rig.step() for _ in range(3)]
+    assert [o.mode for o in outputs] == [Mode.TRACKING] * 3
 
 
 @pytest.mark.parametrize("mode", list(Mode), ids=lambda m: m.name)
@@ -551,3 +576,135 @@ def test_consecutive_bad_crc_fault_before_staleness(robot: RobotModel, config, r
     out = rig.step(dt=0.002, corrupt=_set("crc_ok", None, False))
     assert_damping(out, config)
     assert out.fault == "2 consecutive state CRC mismatches (limit 2)"
+
+
+# --- clocks -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step_s", [10.0, -10.0], ids=["ahead", "back"])
+@pytest.mark.parametrize("mode", [Mode.STAND_UP, Mode.HOLD, Mode.PREPARE, Mode.TRACKING], ids=lambda m: m.name)
+def test_a_system_clock_step_changes_no_command(robot, config, runners, mode: Mode, step_s: float) -> None:
+    """Twin rigs; in one the system clock steps by +-10 s one step into the mode: every command,
+    mode and transition stays the same through the rest of the mode and the next, except the
+    transitions' stamps (system time), which carry the step."""
+    rig, twin = Rig(robot, config, runners[0]), Rig(robot, config, runners[1])
+    for r in (rig, twin):
+        r.bring_to(mode)
+    rig.wall_offset += int(step_s * 1e9)
+    steps = {Mode.STAND_UP: 520, Mode.HOLD: 60, Mode.PREPARE: 140, Mode.TRACKING: 60}[mode]
+    transitions = 0
+    for _ in range(steps):
+        out, expected = rig.step(), twin.step()
+        assert (out.mode, out.fault) == (expected.mode, expected.fault)
+        for name in ("q", "kp", "kd"):
+            np.testing.assert_array_equal(getattr(out.command, name), getattr(expected.command, name))
+        assert (out.transition is None) == (expected.transition is None)
+        if out.transition is not None:
+            transitions += 1
+            assert dataclasses.replace(out.transition, stamp_ns=0) == dataclasses.replace(expected.transition, stamp_ns=0)
+            assert out.transition.stamp_ns - expected.transition.stamp_ns == int(step_s * 1e9)
+    assert transitions == (1 if mode in (Mode.STAND_UP, Mode.PREPARE) else 0)  # -> HOLD, -> TRACKING
+    assert rig.controller.mode is not Mode.DAMPING
+
+
+def test_a_zero_length_blend_is_at_its_end_at_once(robot) -> None:
+    start = JointCommand(q=np.zeros(NUM_MOTORS), kp=np.zeros(NUM_MOTORS), kd=np.zeros(NUM_MOTORS))
+    blend = Blend.between(start, robot.default_q, robot.kp, robot.kd, now_ns=1_000, duration_s=0.0)
+    for now_ns in (0, 1_000, 2_000):  # before its start too: never a division by zero
+        np.testing.assert_array_equal(blend.command(now_ns).q, robot.default_q)
+        np.testing.assert_array_equal(blend.command(now_ns).kp, robot.kp)
+
+
+# --- per-step target change limit --------------------------------------------------------
+
+
+def _target_step_fault(rig: Rig, config: ControllerConfig, mode: Mode, joint: str) -> StepOutput:
+    """The next step latches DAMPING from ``mode`` for a target jump of ``joint``."""
+    out = rig.step()
+    assert_damping(out, config)
+    assert out.fault.startswith(f"{mode.name}: target of {joint} jumps ")
+    assert out.fault.endswith(f"rad; limit {config.safety.max_target_step_rad:g} rad)")
+    rig.step()  # reports the DAMPING transition if the request's was still queued
+    assert (mode, Mode.DAMPING) in rig.transitions()
+    return out
+
+
+@pytest.fixture
+def limited(config: ControllerConfig) -> ControllerConfig:
+    """The shipped target-step limit (the module's config lifts it for the no-dynamics rig)."""
+    return dataclasses.replace(config, safety=load_controller_config().safety)
+
+
+def test_stand_up_target_is_compared_with_the_measured_pose_of_a_limp_joint(robot, limited, runners) -> None:
+    """PASSIVE has no stiffness: the first stand-up target is checked against where the joint is.
+    A knee that swung 1.3 rad between the Stand and the first stand-up step faults."""
+    rig = Rig(robot, limited, runners[0])
+    rig.step()
+    rig.request(Stand())
+    rig.q[KNEE] += 1.3
+    _target_step_fault(rig, limited, Mode.STAND_UP, "left_knee_joint")
+
+
+def test_a_one_step_prepare_blend_to_a_far_pose_faults(robot, limited, runners) -> None:
+    """The shortest blend the loader accepts (one control step) is a jump: to a start pose 1.5 rad
+    away it latches DAMPING instead of being sent."""
+    real = runners[0]
+    pose = real.spec.prepare_pose.copy()
+    pose[16] += 1.5  # left shoulder roll
+    spec = dataclasses.replace(real.spec, prepare_blend_s=real.spec.control_dt, prepare_pose=pose)
+    rig = Rig(robot, limited, PolicyRunner(spec, robot, real.actor))
+    rig.bring_to(Mode.HOLD)
+    rig.step(limited.return_blend_s)
+    rig.request(Start(MOTION))
+    _target_step_fault(rig, limited, Mode.PREPARE, "left_shoulder_roll_joint")
+
+
+def test_a_wild_actor_output_within_the_clip_is_a_target_jump(robot, limited, runners) -> None:
+    """Raw output 10 on the knee (inside +-100) targets the knee's upper limit: a jump, a fault."""
+    rig = Rig(robot, limited, corrupted_runner(runners[0], 3, KNEE, 10.0))
+    rig.bring_to(Mode.TRACKING)
+    assert [rig.step().mode for _ in range(2)] == [Mode.TRACKING] * 2
+    out = _target_step_fault(rig, limited, Mode.TRACKING, "left_knee_joint")
+    assert out.policy.q_target[KNEE] == pytest.approx(0.25 * 10.0 + 0.3)  # what would have gone out, at kp 200
+
+
+# --- motor temperature, graded -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [Mode.PREPARE, Mode.TRACKING], ids=lambda m: m.name)
+def test_a_motor_above_the_abort_level_returns_the_motion_to_hold(rig: Rig, robot, config, mode: Mode) -> None:
+    rig.bring_to(mode)
+    last = rig.outputs[-1].command.q.copy()
+    hot = _set("temperature", KNEE, 80.0)
+    out = rig.step(corrupt=hot)
+    reason = f"motion {MOTION} aborted: motor left_knee_joint at 80 C is above the abort limit 75 C"
+    assert out.mode is Mode.HOLD and out.fault is None and rig.controller.fault_reason is None
+    assert (out.transition.from_mode, out.transition.to_mode, out.transition.reason) == (mode, Mode.HOLD, reason)
+    assert rig.controller.motion_abort == reason and rig.controller.motion is None and out.policy is None
+    np.testing.assert_array_equal(out.command.q, last)  # the return blend starts at the motion's last targets
+    for _ in range(5):  # standing is allowed while hot; no motion starts
+        assert rig.step(corrupt=hot).mode is Mode.HOLD
+    with pytest.raises(RejectedRequest, match="motor left_knee_joint at 80 C is above the start limit 65 C"):
+        rig.request(Start(MOTION))
+    out = rig.step(corrupt=_set("temperature", KNEE, 86.0))
+    assert_damping(out, config)
+    assert out.fault == "overheating: motor left_knee_joint at 86 C (limit 85 C)"
+
+
+def test_a_warm_motor_refuses_start_but_keeps_a_running_motion(rig: Rig) -> None:
+    rig.bring_to(Mode.TRACKING)
+    for _ in range(3):
+        assert rig.step(corrupt=_set("temperature", KNEE, 70.0)).mode is Mode.TRACKING
+    assert rig.controller.motion_abort is None
+
+
+# --- control rate --------------------------------------------------------------------------
+
+
+def test_actors_with_another_control_dt_are_refused(robot, config, runners) -> None:
+    real = runners[0]
+    other = PolicyRunner(dataclasses.replace(real.spec, control_dt=0.01), robot, real.actor)
+    with pytest.raises(ConfigError, match=r"CR7_level1\.yaml: phase\.control_dt: differs from .*CR7_level1\.yaml "
+                                          r"\(0\.02 s\): all actors run at one control rate \(got 0\.01\)"):
+        Controller(robot, {MOTION: real, "other": other}, config)
+    assert Controller(robot, {MOTION: real}, config).control_dt == 0.02

@@ -27,11 +27,12 @@ from asap_ros.config.robot import load_robot_model
 from asap_ros.core.controller import Controller, ControllerConfig, Mode, Stand, Start, StepOutput, Stop
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.observation import ObservationBuilder
-from asap_ros.core.policy import PolicyOutput, PolicyRunner
+from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.policy_spec import PolicySpec
 from asap_ros.core.robot import RobotModel
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
 from asap_ros.runtime.policies import build_controller, load_policy_runner
+from asap_ros.testing.actors import corrupted_runner
 
 STAND_SPEC = policies_dir() / "dec_loco_stand.yaml"
 MOTION = "kick_level1"
@@ -281,7 +282,8 @@ class Rig:
         for _ in range(max(1, round(seconds / DT))):
             self.now += int(DT * 1e9)
             half = math.radians(tilt_deg) / 2
-            state = RobotState(stamp_ns=self.now - 1_000_000, q=self.q.copy(), temperature=np.full(NUM_MOTORS, 40.0),
+            state = RobotState(stamp_ns=self.now - 1_000_000, arrival_ns=self.now - 1_000_000, q=self.q.copy(),
+                               temperature=np.full(NUM_MOTORS, 40.0),
                                quat_wxyz=np.array([math.cos(half), 0.0, math.sin(half), 0.0]))  # fmt: skip
             out = self.controller.step(state, self.now)
             if out.mode is not Mode.DAMPING:
@@ -373,40 +375,25 @@ def test_stop_in_prepare_keeps_the_actor_running(rig: Rig) -> None:
     assert out.hold_policy.obs[HISTORY].any()
 
 
-class CorruptedStandingActor(PolicyRunner):
-    """Test double, minimal: the real standing runner, its output corrupted on one tick.
-
-    A trained actor does not output NaN or raise on a healthy state, so the controller's check
-    of the standing actor's output can only be reached by corrupting it.
-    """
-
-    def __init__(self, real: PolicyRunner, at_tick: int, how: str):
-        super().__init__(real.spec, real.robot, real.actor)
-        self.at_tick, self.how = at_tick, how
-
-    def step(self, state: RobotState, reference: np.ndarray | None = None) -> PolicyOutput:
-        out = super().step(state, reference)
-        if out.tick == self.at_tick:
-            if self.how == "raise":
-                raise FloatingPointError("actor diverged")
-            out.q_target[2] = np.inf
-        return out
-
-
 @pytest.mark.parametrize(
-    ("how", "reason"),
-    [("inf", "hold policy dec_loco_stand: policy target q[2] is inf"),
-     ("raise", "hold policy dec_loco_stand step failed: FloatingPointError('actor diverged')")],
+    ("index", "value", "reason"),
+    [(2, np.inf, "hold policy dec_loco_stand: actor output[2] (left_hip_yaw_joint) is inf"),
+     (3, 20.0, "HOLD: target of left_knee_joint jumps "),
+     (0, FloatingPointError("actor diverged"),
+      "hold policy dec_loco_stand step failed: FloatingPointError('actor diverged')")],
+    ids=["inf", "target jump", "raise"],
 )  # fmt: skip
-def test_standing_actor_output_fault_latches_damping(robot, config, motion, how: str, reason: str) -> None:
-    standing = CorruptedStandingActor(load_policy_runner(STAND_SPEC, robot), at_tick=5, how=how)
+def test_standing_actor_output_fault_latches_damping(robot, config, motion, index, value, reason: str) -> None:
+    """inf, a raw output inside the clip that throws the knee target to its limit (20 -> 2.88 rad),
+    an exception: each latches DAMPING in HOLD."""
+    standing = corrupted_runner(load_policy_runner(STAND_SPEC, robot), 5, index, value)
     rig = Rig(Controller(robot, {MOTION: motion}, config, hold_policy=standing))
     rig.to_hold()
     rig.step(0.2)
     out = next(o for o in rig.outputs if o.mode is Mode.DAMPING)
-    assert out.fault == reason and out.transition.from_mode is Mode.HOLD
+    assert out.fault.startswith(reason) and out.transition.from_mode is Mode.HOLD
     np.testing.assert_array_equal(out.command.kp, np.zeros(NUM_MOTORS))
-    assert (out.hold_policy is not None) == (how == "inf") and out.policy is None
+    assert (out.hold_policy is not None) == (not isinstance(value, Exception)) and out.policy is None
 
 
 def test_state_checks_apply_while_the_actor_stands(rig: Rig) -> None:

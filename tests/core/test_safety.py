@@ -15,7 +15,14 @@ from asap_ros.config.reader import ConfigReader, load_config
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.robot import RobotModel
-from asap_ros.core.safety import SafetyConfig, SafetyMonitor, check_action, torso_tilt_cos
+from asap_ros.core.safety import (
+    SafetyConfig,
+    SafetyMonitor,
+    check_actor_output,
+    check_target_step,
+    describe_motor_error,
+    torso_tilt_cos,
+)
 from asap_ros.core.state import NUM_MOTORS, RobotState
 
 NOW = 1_700_000_000_000_000_000
@@ -25,9 +32,11 @@ CONFIG = SafetyConfig(
     velocity_limit_factor=1.0,
     max_tilt_deg=50.0,
     max_temperature_c=85.0,
+    motion_abort_temperature_c=75.0,
     max_start_temperature_c=65.0,
     max_consecutive_late_steps=5,
     max_consecutive_bad_crc=3,
+    max_target_step_rad=1.2,
 )
 KNEE = 3  # left_knee_joint: q in [-0.087267, 2.8798], dq_max 20
 
@@ -38,7 +47,10 @@ def robot() -> RobotModel:
 
 
 def healthy(robot: RobotModel) -> RobotState:
-    return RobotState(stamp_ns=NOW - 2_000_000, q=robot.default_q.copy(), temperature=np.full(NUM_MOTORS, 40.0))
+    """Arrived 2 ms before NOW on the monotonic clock; its system-time stamp is 1 h off, which no
+    check may notice."""
+    return RobotState(stamp_ns=NOW - 3600 * 10**9, arrival_ns=NOW - 2_000_000, q=robot.default_q.copy(),
+                      temperature=np.full(NUM_MOTORS, 40.0))
 
 
 def quat_about_x(deg: float) -> np.ndarray:
@@ -59,8 +71,9 @@ def setter(field: str, index: int | None, value: object) -> Callable[[RobotState
 # (id, corruption of a healthy state, expected substring of the reason or None = healthy)
 STATE_CASES = [
     ("healthy", lambda s: None, None),
-    ("age at limit", setter("stamp_ns", None, NOW - 50_000_000), None),
-    ("stale", setter("stamp_ns", None, NOW - 50_000_001), "stale robot state: 50.0 ms old"),
+    ("age at limit", setter("arrival_ns", None, NOW - 50_000_000), None),
+    ("stale", setter("arrival_ns", None, NOW - 50_000_001), "stale robot state: 50.0 ms old"),
+    ("system stamp far ahead", setter("stamp_ns", None, NOW + 10 * 10**9), None),
     ("nan q", setter("q", KNEE, np.nan), "state q[3] is nan"),
     ("inf dq", setter("dq", 0, np.inf), "state dq[0] is inf"),
     ("nan tau_est", setter("tau_est", 28, np.nan), "state tau_est[28] is nan"),
@@ -81,6 +94,10 @@ STATE_CASES = [
     ("zero quaternion", setter("quat_wxyz", None, np.zeros(4)), "IMU quaternion norm 0.000 is not 1"),
     ("temperature at limit", setter("temperature", KNEE, 85.0), None),
     ("overheating", setter("temperature", KNEE, 86.0), "overheating: motor left_knee_joint at 86 C (limit 85 C)"),
+    ("motor error", setter("motor_error", KNEE, 0x200),
+     "motor left_knee_joint reports error state 0x00000200 (winding overheating)"),
+    ("motor error bits", setter("motor_error", 28, 0x10001),
+     "motor right_wrist_yaw_joint reports error state 0x00010001 (overcurrent, unknown bits 0x10000)"),
 ]
 
 
@@ -132,18 +149,44 @@ def test_late_steps_count_even_without_state(robot: RobotModel) -> None:
     assert "consecutive late control steps" in monitor.check(healthy(robot), NOW, late=True)
 
 
+DRIVEN = tuple(f"joint{i}" for i in range(23))
+
+
 @pytest.mark.parametrize(
-    ("raw", "q", "expected"),
+    ("output", "expected"),
     [
-        (np.zeros(23, np.float32), np.zeros(29), None),
-        (np.array([0.0] * 22 + [np.nan], np.float32), np.zeros(29), "actor output[22] is nan"),
-        (np.zeros(23, np.float32), np.r_[np.zeros(28), np.inf], "policy target q[28] is inf"),
-        (np.zeros(23, np.float32), np.zeros(23), "policy target q has shape (23,), expected (29,)"),
+        (np.zeros(23, np.float32), None),
+        (np.r_[np.zeros(22), 100.0], None),
+        (np.r_[np.zeros(22), -100.0], None),
+        (np.r_[np.zeros(22), np.nan], "actor output[22] (joint22) is nan"),
+        (np.r_[np.inf, np.zeros(22)], "actor output[0] (joint0) is inf"),
+        (np.r_[0.0, -np.inf, np.zeros(21)], "actor output[1] (joint1) is -inf"),
+        (np.r_[np.zeros(3), 100.01, np.zeros(19)], "actor output[3] (joint3) = 100.01 is beyond the action clip +-100"),
+        (np.zeros(22), "actor output has shape (22,), expected (23,)"),
     ],
-    ids=["finite", "nan action", "inf target", "short target"],
+    ids=["zero", "at clip", "at -clip", "nan", "inf", "-inf", "beyond clip", "short"],
 )
-def test_check_action(raw: np.ndarray, q: np.ndarray, expected: str | None) -> None:
-    assert check_action(raw, q) == expected
+def test_actor_output_is_checked_before_clipping(output: np.ndarray, expected: str | None) -> None:
+    assert check_actor_output(output, 100.0, DRIVEN) == expected
+
+
+def test_target_step_compares_stiff_joints_with_their_target_and_limp_ones_with_their_position(robot) -> None:
+    names, previous = robot.joint_names, robot.default_q.copy()
+    measured = previous + 0.5
+    stiff, limp = robot.kp.copy(), np.zeros(NUM_MOTORS)
+    target = previous.copy()
+    target[KNEE] += 1.2
+    assert check_target_step(target, previous, stiff, measured, 1.2, names) is None  # at the limit
+    target[KNEE] += 0.01
+    assert check_target_step(target, previous, stiff, measured, 1.2, names) == (
+        "target of left_knee_joint jumps 1.210 rad in one step (0.300 -> 1.510 rad; limit 1.2 rad)")
+    assert check_target_step(target, previous, limp, measured, 1.2, names) is None  # 0.71 from its position
+    target[KNEE] = np.nan
+    assert "left_knee_joint jumps nan rad" in check_target_step(target, previous, stiff, measured, 1.2, names)
+
+
+def test_motor_error_bits_are_named() -> None:
+    assert describe_motor_error(0x8201) == "0x00008201 (overcurrent, winding overheating, motor locked)"
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -164,20 +207,22 @@ def shipped_safety_section() -> dict:
 
 def test_shipped_config_reads() -> None:
     config = read_safety_config(load_config(config_file("controller.yaml")).section("safety"))
-    assert config.max_start_temperature_c <= config.max_temperature_c
+    assert config.max_start_temperature_c <= config.motion_abort_temperature_c <= config.max_temperature_c
     assert config.max_consecutive_late_steps >= 1
 
 
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        ({"max_start_temperature_c": 90}, r"safety.max_start_temperature_c: must not exceed max_temperature_c"),
+        ({"max_start_temperature_c": 80}, r"safety.max_start_temperature_c: must not exceed motion_abort_temperature_c"),
+        ({"motion_abort_temperature_c": 90}, r"safety.motion_abort_temperature_c: must not exceed max_temperature_c"),
+        ({"max_target_step_rad": 0}, r"safety.max_target_step_rad: out of range: allowed 0.01 <= value \(got 0\)"),
         ({"max_tilt_deg": 0}, r"safety.max_tilt_deg: out of range: allowed 1 <= value <= 180 \(got 0\)"),
         ({"max_consecutive_bad_crc": 1.5}, r"safety.max_consecutive_bad_crc: must be an integer \(got 1.5\)"),
         ({"max_tilt_dgr": 30}, r"safety.max_tilt_dgr: unknown key"),
         ({"max_state_age_ms": None}, r"safety.max_state_age_ms: must be a number"),
     ],
-    ids=["start above limit", "tilt zero", "float count", "typo", "null"],
+    ids=["start above abort", "abort above limit", "no target step", "tilt zero", "float count", "typo", "null"],
 )
 def test_bad_safety_config_names_file_key_value(change: dict, match: str) -> None:
     data = shipped_safety_section() | change

@@ -34,6 +34,8 @@ EVENTS = {
     (SU, Event.STOOD_UP): H,
     (PR, Event.PREPARED): T,
     (T, Event.MOTION_DONE): H,
+    (PR, Event.MOTOR_HOT): H,
+    (T, Event.MOTOR_HOT): H,
 }
 
 

@@ -28,7 +28,7 @@ from unitree_sdk2py.utils.crc import CRC
 
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.state import NUM_MOTORS, JointCommand, RobotState
-from asap_ros.g1.codec import LowCmdEncoder, state_from_record
+from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr, state_from_record
 from asap_ros.g1.crc import record_crc
 from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_WIRE
 from asap_ros.g1.sdk import SdkLowCmdEncoder, decode_lowstate, lowcmd_record, lowstate_crc_ok
@@ -88,7 +88,7 @@ class LowStateLog:
         self._reader = RawReader("rt/lowstate", LowState_, lambda payload, stamp, _writer: self.samples.append((payload, stamp)))
 
     def states(self) -> list[RobotState]:
-        return [state_from_record(LOWSTATE_WIRE.from_cdr(p), s) for p, s in self.samples]
+        return [state_from_record(LOWSTATE_WIRE.from_cdr(p), s, s) for p, s in self.samples]
 
     def close(self) -> None:
         self._reader.close()
@@ -167,7 +167,7 @@ def test_lowstate_arrives_at_configured_rate_with_valid_crc(dds_domain, lowcmd_p
     assert rate > 125  # loose (a quarter): the machine is shared; the figure is printed above
     # the SDK's own subscriber and CRC accept the raw-written samples
     assert all(lowstate_crc_ok(msg) for msg in sdk_samples)
-    state = decode_lowstate(sdk_samples[-1], time.time_ns())
+    state = decode_lowstate(sdk_samples[-1], time.time_ns(), time.monotonic_ns())
     assert state.crc_ok and np.linalg.norm(state.quat_wxyz) == pytest.approx(1.0, abs=1e-5)
     # one ground-truth sample per LowState, same tick, exact (nominal: noise-free) pose
     by_tick = {gt.tick: gt for gt in ground_truth.samples}
@@ -187,9 +187,9 @@ def test_polled_reader_takes_each_next_lowstate_and_keeps_the_newest_when_none_c
             assert reader.next_arrival(5.0)[0] is not None
             ticks = []
             for _ in range(20):
-                asked = time.time_ns()
-                payload, stamp_ns = reader.next_arrival(0.5)
-                assert stamp_ns >= asked  # arrived after the call
+                asked, asked_monotonic = time.time_ns(), time.monotonic_ns()
+                payload, stamp_ns, arrival_ns = reader.next_arrival(0.5)
+                assert stamp_ns >= asked and arrival_ns >= asked_monotonic  # arrived after the call
                 ticks.append(int(LOWSTATE_WIRE.from_cdr(payload)["tick"]))
             published = sim.lowstates_published
         assert all(later > earlier for earlier, later in zip(ticks, ticks[1:])), ticks
@@ -414,6 +414,36 @@ def test_control_topic_lowers_and_releases_the_band(dds_domain, lowcmd_pub):
     late = [gt for gt in ground_truth.samples if gt.sim_time > released_at + 0.1]
     assert late and not any(gt.band_enabled for gt in late)
     assert late[-1].pelvis_pos[2] < start_height - 0.05  # limp and unsupported: falling
+
+
+def test_control_topic_sets_motor_error_bits_and_temperatures_seen_in_the_lowstate(dds_domain, lowcmd_pub):
+    """The motor-health actions over rt/asap_sim/control, read back as the control loop reads
+    rt/lowstate (PolledReader, the runtime's decoder)."""
+    from asap_ros.sim.dds_types import MOTOR_ERROR, MOTOR_TEMPERATURE, MOTOR_TEMPERATURE_RELEASE
+
+    client, reader = SimControlClient(), PolledReader("rt/lowstate", LowState_)
+
+    def newest_state() -> RobotState:
+        return decode_lowstate_cdr(*reader.next_arrival(1.0))
+
+    try:
+        with running_sim(dds_domain) as sim:
+            client.send(MOTOR_ERROR, 0x8000, motor=KNEES[1])
+            client.send(MOTOR_TEMPERATURE, 81.0, motor=KNEES[0])
+            wait_for(lambda: sim.controls_applied == 2, 2.0, "the motor actions")
+            state = newest_state()
+            assert state.crc_ok and state.motor_error[KNEES[1]] == 0x8000 and state.motor_error.sum() == 0x8000
+            assert state.temperature[KNEES[0]] == 81.0 and state.temperature[KNEES[1]] < 50.0
+            client.send(MOTOR_ERROR, 0, motor=KNEES[1])
+            client.send(MOTOR_TEMPERATURE_RELEASE, motor=-1)
+            client.send(MOTOR_ERROR, 1, motor=40)  # refused: no such motor
+            wait_for(lambda: sim.controls_applied == 4 and sim.controls_rejected == 1, 2.0, "clearing them")
+            state = newest_state()
+            assert not state.motor_error.any() and state.temperature.max() < 50.0
+            assert "motor must be 0..28, got 40" in sim.last_control_problem
+    finally:
+        client.close()
+        reader.close()
 
 
 def test_mocap_publishes_pelvis_pose_stamped_at_capture(dds_domain, lowcmd_pub):

@@ -111,20 +111,21 @@ def test_tampered_lowcmd_fails_crc_check():
 def test_decode_lowstate_reads_every_field_and_checks_crc():
     rng = np.random.default_rng(3)
     msg = random_lowstate(rng)
-    state = decode_lowstate(msg, stamp_ns=123)
+    state = decode_lowstate(msg, stamp_ns=123, arrival_ns=456)
     assert state.crc_ok and lowstate_crc_ok(msg)
-    assert (state.stamp_ns, state.tick, state.mode_machine) == (123, msg.tick, msg.mode_machine)
+    assert (state.stamp_ns, state.arrival_ns, state.tick, state.mode_machine) == (123, 456, msg.tick, msg.mode_machine)
     motors = msg.motor_state[:NUM_MOTORS]
     np.testing.assert_array_equal(state.q, [m.q for m in motors])
     np.testing.assert_array_equal(state.dq, [m.dq for m in motors])
     np.testing.assert_array_equal(state.tau_est, [m.tau_est for m in motors])
     np.testing.assert_array_equal(state.temperature, [max(m.temperature) for m in motors])
+    np.testing.assert_array_equal(state.motor_error, [m.motorstate for m in motors])
     np.testing.assert_array_equal(state.quat_wxyz, msg.imu_state.quaternion)
     np.testing.assert_array_equal(state.gyro, msg.imu_state.gyroscope)
     np.testing.assert_array_equal(state.acc, msg.imu_state.accelerometer)
     assert state.wireless_remote == bytes(msg.wireless_remote)
     msg.motor_state[28].q += 1.0
-    assert not decode_lowstate(msg, 0).crc_ok
+    assert not decode_lowstate(msg, 0, 0).crc_ok
     assert not lowstate_crc_ok(msg)
 
 
@@ -147,8 +148,8 @@ def test_wire_layouts_match_cyclone_serialiser_both_ways():
 
 def test_decode_lowstate_cdr_equals_decoding_the_sdk_object():
     msg = random_lowstate(np.random.default_rng(6))
-    from_cdr = decode_lowstate_cdr(msg.serialize(), 42)
-    from_sdk = decode_lowstate(msg, 42)
+    from_cdr = decode_lowstate_cdr(msg.serialize(), 42, 7)
+    from_sdk = decode_lowstate(msg, 42, 7)
     assert from_cdr.crc_ok and from_cdr.tick == from_sdk.tick and from_cdr.stamp_ns == 42
     for name in ("q", "dq", "tau_est", "temperature", "quat_wxyz", "gyro", "acc"):
         np.testing.assert_array_equal(getattr(from_cdr, name), getattr(from_sdk, name))
@@ -182,8 +183,8 @@ def test_benchmark_encode_and_decode(capsys):
     cdr = msg.serialize()
     calls = {
         "encode LowCmd": lambda: encoder.encode(cmd, 5),
-        "decode LowState": lambda: decode_lowstate(msg, 0),
-        "decode raw LowState": lambda: decode_lowstate_cdr(cdr, 0),
+        "decode LowState": lambda: decode_lowstate(msg, 0, 0),
+        "decode raw LowState": lambda: decode_lowstate_cdr(cdr, 0, 0),
         "SDK CRC(LowCmd)": lambda: SDK_CRC.Crc(encoder.msg),
     }
     figures, results = {}, {}

@@ -18,11 +18,13 @@ from asap_ros.ros.messages import (
 )
 
 STAMP = 1_700_000_000_123_456_789
+ARRIVAL = 5_000_000_000
+"""The state's arrival on the monotonic clock."""
 NAMES = load_robot_model().joint_names
 
 
 def state() -> RobotState:
-    return RobotState(stamp_ns=STAMP, tick=7, mode_machine=5, q=np.arange(29) * 0.01, dq=np.arange(29) * -0.1,
+    return RobotState(stamp_ns=STAMP, arrival_ns=ARRIVAL, tick=7, mode_machine=5, q=np.arange(29) * 0.01, dq=np.arange(29) * -0.1,
                       tau_est=np.full(29, 2.0), temperature=np.full(29, 40.0),
                       quat_wxyz=np.array([0.9, 0.1, 0.2, 0.3]), gyro=np.array([1.0, 2.0, 3.0]),
                       acc=np.array([0.0, 0.0, 9.8]))
@@ -57,9 +59,12 @@ def test_policy_step_layout_is_labelled():
 
 
 def diagnostics(**changes):
-    base = dict(stamp_ns=STAMP + 10_000_000, timing={"steps": 100, "deadline_misses": 0}, dropped_records=0,
+    """10 ms after the state arrived (monotonic clock); the system clock was stepped back 1 h since."""
+    base = dict(stamp_ns=STAMP - 3600 * 10**9, monotonic_ns=ARRIVAL + 10_000_000,
+                timing={"steps": 100, "deadline_misses": 0}, dropped_records=0,
                 mode="TRACKING", motion="kick_level1", fault=None, state=state(), joint_names=NAMES,
-                max_state_age_ms=50.0, max_start_temperature_c=65.0, max_temperature_c=85.0, new_deadline_misses=0)
+                max_state_age_ms=50.0, max_start_temperature_c=65.0, motion_abort_temperature_c=75.0,
+                max_temperature_c=85.0, new_deadline_misses=0)
     return diagnostics_msg(DiagnosticsInput(**{**base, **changes}), "asap_deploy")
 
 
@@ -77,12 +82,31 @@ def test_healthy_diagnostics_are_ok_and_report_state_age():
 def test_diagnostics_levels_follow_thresholds():
     hot = state()
     hot.temperature[9] = 70.0
-    assert levels(diagnostics(state=hot))["motor temperatures"] == DiagnosticStatus.WARN
+    msg = diagnostics(state=hot)
+    assert levels(msg)["motor temperatures"] == DiagnosticStatus.WARN
+    assert msg.status[2].message == "hottest right_knee_joint 70 C: above 65 C, start refused"
+    hot.temperature[9] = 80.0
+    msg = diagnostics(state=hot, motion_abort="motion kick_level1 aborted: motor right_knee_joint at 80 C")
+    assert levels(msg)["motor temperatures"] == DiagnosticStatus.WARN
+    assert msg.status[2].message == "hottest right_knee_joint 80 C: above 75 C, motions abort"
+    assert msg.status[3].level == DiagnosticStatus.WARN and "aborted" in msg.status[3].message
     hot.temperature[9] = 90.0
     msg = diagnostics(state=hot, new_deadline_misses=3, fault="overheating")
     assert levels(msg) == {"control loop": DiagnosticStatus.WARN, "robot state": DiagnosticStatus.OK,
                            "motor temperatures": DiagnosticStatus.ERROR, "controller": DiagnosticStatus.ERROR}
-    assert msg.status[2].message == "hottest right_knee_joint 90 C"
-    assert levels(diagnostics(stamp_ns=STAMP + 60_000_000))["robot state"] == DiagnosticStatus.ERROR
+    assert msg.status[2].message == "hottest right_knee_joint 90 C: above 85 C, DAMPING"
+    assert levels(diagnostics(monotonic_ns=ARRIVAL + 60_000_000))["robot state"] == DiagnosticStatus.ERROR
     assert levels(diagnostics(state=None))["robot state"] == DiagnosticStatus.ERROR
     assert diagnostics(sink_errors=["boom"]).status[0].message == "step publisher failed: boom"
+
+
+def test_diagnostics_report_a_motor_error_and_a_failed_control_loop():
+    broken = state()
+    broken.motor_error[3] = 0x200
+    msg = diagnostics(state=broken)
+    assert levels(msg)["motor temperatures"] == DiagnosticStatus.ERROR
+    assert msg.status[2].message.startswith("motor left_knee_joint error state 0x00000200")
+    msg = diagnostics(control_error="control step raised ZeroDivisionError('division by zero')")
+    assert levels(msg)["control loop"] == DiagnosticStatus.ERROR
+    assert msg.status[0].message == "control loop failed: control step raised ZeroDivisionError('division by zero')"
+    assert {kv.key: kv.value for kv in msg.status[0].values}["control_error"].startswith("control step raised")

@@ -21,13 +21,17 @@ from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 from asap_ros.config.controller import load_controller_config
 from asap_ros.config.paths import policies_dir
 from asap_ros.config.robot import load_robot_model
-from asap_ros.core.controller import Controller, Mode
+from asap_ros.core.controller import Controller, ControllerConfig, Mode
+from asap_ros.core.errors import ConfigError, RejectedRequest
 from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.state import NUM_MOTORS
-from asap_ros.core.state_machine import EStop, Stand, Start
+from asap_ros.core.state_machine import EStop, Reset, Stand, Start, Stop
 from asap_ros.g1.layout import LOWCMD_WIRE
 from asap_ros.g1.sdk import lowcmd_crc_ok
-from asap_ros.runtime.control_loop import ControlLoop, StepRecord, existing_cpu
+from asap_ros.runtime.clock import Clock
+from asap_ros.runtime.control_loop import ControlLoop, StepRecord, check_control_rate, existing_cpu
+from asap_ros.runtime.fault_injection import FaultInjection, parse_faults
+from asap_ros.runtime.lease import Grant, Supervision, WriteLease
 from asap_ros.runtime.policies import build_controller, load_policy_runner
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading
 from asap_ros.sim.profile import SensorNoise
@@ -62,7 +66,7 @@ class FollowingRobot:
             )
             payload = self._encoder.encode(tick, reading)
             corrupt, self.corrupt_next = self.corrupt_next, False
-            self._put(payload[:-8] if corrupt else payload, time.time_ns())
+            self._put(payload[:-8] if corrupt else payload)
             tick += 1
             time.sleep(0.025 if corrupt else 0.002)  # a truncated sample stays newest for one step
 
@@ -71,7 +75,8 @@ class FollowingRobot:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.ident is not None:
+            self._thread.join()
 
 
 class SdkDecodedWrites:
@@ -97,33 +102,64 @@ class SdkDecodedWrites:
         return iter(self[:])
 
 
+@dataclasses.dataclass
+class Rig:
+    loop: ControlLoop
+    robot: FollowingRobot
+    written: SdkDecodedWrites
+    records: list[StepRecord]
+    config: ControllerConfig
+
+
+@pytest.fixture(scope="module")
+def cr7() -> PolicyRunner:
+    return load_policy_runner(policies_dir() / "CR7_level1.yaml", load_robot_model())
+
+
 @pytest.fixture
-def rig(request):
-    """Loop, following robot, written LowCmds, step records and config; ``request.param``: the
-    control period in seconds (default 20 ms)."""
-    period_s = getattr(request, "param", 0.02)
-    robot = load_robot_model()
-    config = load_controller_config()
-    # this test is about the loop's wiring: safety margins wide enough that a starved feeder
-    # thread on a loaded 2-core machine does not fault (the thresholds have their own tests)
-    safety = dataclasses.replace(config.safety, max_state_age_ms=1000, max_consecutive_late_steps=1000)
-    config = dataclasses.replace(config, stand_up_duration_s=0.3, safety=safety)
-    runner = load_policy_runner(policies_dir() / "CR7_level1.yaml", robot)
-    controller = build_controller(robot, {"CR7_level1": runner}, config)
-    written = SdkDecodedWrites()
-    holder: dict = {}
+def make_rig(cr7):
+    """``make_rig(**loop_options)``: the real Controller and CR7 actor in a ControlLoop fed by a
+    FollowingRobot; ``fail_write`` (a callable given the write count) makes a write raise;
+    ``actors=False``: no actors at all (PD hold), so the loop may run at any rate."""
+    made: list[Rig] = []
 
-    def write(payload: bytes) -> None:
-        written.raw.append((time.monotonic_ns(), payload))
-        holder["robot"].follow(payload)
+    def make(fail_write=None, actors: bool = True, **options) -> Rig:
+        robot = load_robot_model()
+        config = load_controller_config()
+        # this test is about the loop's wiring: safety margins wide enough that a starved feeder
+        # thread on a loaded 2-core machine does not fault (the thresholds have their own tests)
+        safety = dataclasses.replace(config.safety, max_state_age_ms=1000, max_consecutive_late_steps=1000)
+        config = dataclasses.replace(config, stand_up_duration_s=0.3, safety=safety)
+        if actors:
+            controller = build_controller(robot, {"CR7_level1": PolicyRunner(cr7.spec, cr7.robot, cr7.actor)}, config)
+        else:
+            controller = Controller(robot, {}, dataclasses.replace(config, hold_policy=None))
+        written = SdkDecodedWrites()
+        holder: dict = {}
 
-    loop = ControlLoop(controller, write, period_s=period_s)
-    holder["robot"] = FollowingRobot(loop.states.put, np.zeros(NUM_MOTORS))
-    records: list[StepRecord] = []
-    loop.add_sink(records.append)
-    yield loop, holder["robot"], written, records, config
-    loop.stop()
-    holder["robot"].stop()
+        def write(payload: bytes) -> None:
+            if fail_write is not None and fail_write(len(written)):
+                raise RuntimeError("rt/lowcmd writer gone")
+            written.raw.append((time.monotonic_ns(), payload))
+            holder["robot"].follow(payload)
+
+        loop = ControlLoop(controller, write, **options)
+        holder["robot"] = FollowingRobot(loop.states.put, np.zeros(NUM_MOTORS))
+        records: list[StepRecord] = []
+        loop.add_sink(records.append)
+        made.append(Rig(loop, holder["robot"], written, records, config))
+        return made[-1]
+
+    yield make
+    for rig in made:
+        rig.loop.stop()
+        rig.robot.stop()
+
+
+@pytest.fixture
+def rig(make_rig):
+    r = make_rig()
+    return r.loop, r.robot, r.written, r.records, r.config
 
 
 def _wait(predicate, loop: ControlLoop, timeout_s: float = 5.0) -> None:
@@ -154,13 +190,13 @@ def test_loop_runs_controller_on_the_wire_format(rig) -> None:
     assert summary["steps"] >= len(stepped) - 1 and summary["latency_p99_us"] > 0
 
 
-@pytest.mark.parametrize("rig", [0.1], indirect=True)
-def test_estop_is_written_before_the_next_deadline(rig) -> None:
-    """EStop wakes the loop: the damping command is written before the grid's next deadline,
-    not on it. The loop runs at 10 Hz here, so that deadline is far from the e-stop. It is known
+def test_estop_is_written_before_the_next_deadline(make_rig) -> None:
+    """The e-stop writes damping at once: before the grid's next deadline, not on it. The loop
+    runs at 10 Hz here (no actors, PD hold), so that deadline is far from the e-stop. It is known
     from the last grid write before the e-stop: that step's deadline lay at most the state wait
     plus its compute time before the write, and the next deadline is one period later."""
-    loop, robot, written, _, config = rig
+    rig = make_rig(actors=False, period_s=0.1)
+    loop, robot, written, config = rig.loop, rig.robot, rig.written, rig.config
     period_ns = round(0.1 * 1e9)
     robot.start()
     loop.start()
@@ -183,60 +219,8 @@ def test_estop_is_written_before_the_next_deadline(rig) -> None:
     assert first_ns < next_deadline_ns, "the damping command waited for the grid"
     assert max(c.kp for c in first.motor_cmd[:NUM_MOTORS]) == 0
     np.testing.assert_allclose([c.kd for c in first.motor_cmd[:NUM_MOTORS]], config.damping_kd, rtol=1e-6)
-    assert loop.controller.mode is Mode.DAMPING and loop.controller.fault_reason == "e-stop: test"
-
-
-def test_malformed_sample_is_counted_and_never_used(rig) -> None:
-    loop, robot, written, _, _ = rig
-    robot.start()
-    loop.start()
-    _wait(lambda: len(written) >= 2, loop)
-    loop.request(Stand())
-    _wait(lambda: loop.controller.mode is Mode.HOLD, loop)
-    robot.corrupt_next = True
-    _wait(lambda: loop.decode_errors >= 1, loop)
-    time.sleep(0.1)
-    assert loop.controller.mode is Mode.HOLD, loop.controller.fault_reason
-
-
-def test_existing_cpu_names_the_cpus_of_the_machine() -> None:
-    count = os.cpu_count()
-    assert existing_cpu(count - 1) == count - 1
-    for cpu in (count, -1):
-        with pytest.raises(ValueError, match=re.escape(f"CPU {cpu} does not exist (this machine has CPUs 0-{count - 1})")):
-            existing_cpu(cpu)
-
-
-def test_control_thread_runs_on_its_cpus_and_the_process_keeps_its_own(rig) -> None:
-    loop, robot, _, _, _ = rig
-    robot.start()  # the rig's teardown stops it; the rig's own loop stays idle
-    before = os.sched_getaffinity(0)
-    cpu = max(before)
-    pinned = ControlLoop(loop.controller, lambda payload: None, cpus=frozenset({cpu}))
-    pinned.start()
-    try:
-        control = next(t for t in threading.enumerate() if t.name == "asap-control" and t.is_alive())
-        end = time.monotonic() + 5.0
-        while os.sched_getaffinity(control.native_id) != {cpu} and time.monotonic() < end:
-            time.sleep(0.01)
-        assert os.sched_getaffinity(control.native_id) == {cpu}
-        assert os.sched_getaffinity(0) == before
-        assert pinned.scheduling_note is None
-    finally:
-        pinned.stop()
-
-
-def test_a_cpu_the_thread_cannot_use_leaves_it_unpinned_with_a_note(rig) -> None:
-    loop, robot, _, _, _ = rig
-    robot.start()
-    unpinnable = ControlLoop(loop.controller, lambda payload: None, cpus=frozenset({4095}))
-    unpinnable.start()
-    try:
-        assert "cannot pin the control thread to CPU [4095]" in unpinnable.scheduling_note
-        control = next(t for t in threading.enumerate() if t.name == "asap-control")
-        assert control.is_alive()
-    finally:
-        unpinnable.stop()
+    _wait(lambda: loop.controller.mode is Mode.DAMPING, loop)
+    assert loop.controller.fault_reason == "e-stop: test"
 
 
 class FailingActor:
@@ -292,3 +276,339 @@ def test_steps_carry_their_motion_and_mark_the_fault(rig) -> None:
     assert latched.output.motion == "failing" and latched.output.mode is Mode.DAMPING
     assert latched.output.policy is not None and np.isnan(latched.output.policy.raw_action).all()
     assert latched.output.command.kp.max() == 0  # the damping command went out on that step
+
+
+def test_malformed_sample_is_counted_and_never_used(rig) -> None:
+    loop, robot, written, _, _ = rig
+    robot.start()
+    loop.start()
+    _wait(lambda: len(written) >= 2, loop)
+    loop.request(Stand())
+    _wait(lambda: loop.controller.mode is Mode.HOLD, loop)
+    robot.corrupt_next = True
+    _wait(lambda: loop.decode_errors >= 1, loop)
+    time.sleep(0.1)
+    assert loop.controller.mode is Mode.HOLD, loop.controller.fault_reason
+
+
+def test_existing_cpu_names_the_cpus_of_the_machine() -> None:
+    count = os.cpu_count()
+    assert existing_cpu(count - 1) == count - 1
+    for cpu in (count, -1):
+        with pytest.raises(ValueError, match=re.escape(f"CPU {cpu} does not exist (this machine has CPUs 0-{count - 1})")):
+            existing_cpu(cpu)
+
+
+def test_control_thread_runs_on_its_cpus_and_the_process_keeps_its_own(rig) -> None:
+    loop, robot, _, _, _ = rig
+    robot.start()  # the rig's teardown stops it; the rig's own loop stays idle
+    before = os.sched_getaffinity(0)
+    cpu = max(before)
+    pinned = ControlLoop(loop.controller, lambda payload: None, cpus=frozenset({cpu}))
+    pinned.start()
+    try:
+        control = next(t for t in threading.enumerate() if t.name == "asap-control" and t.is_alive())
+        end = time.monotonic() + 5.0
+        while os.sched_getaffinity(control.native_id) != {cpu} and time.monotonic() < end:
+            time.sleep(0.01)
+        assert os.sched_getaffinity(control.native_id) == {cpu}
+        assert os.sched_getaffinity(0) == before
+        assert pinned.scheduling_note is None
+    finally:
+        pinned.stop()
+
+
+def test_a_cpu_the_thread_cannot_use_leaves_it_unpinned_with_a_note(rig) -> None:
+    loop, robot, _, _, _ = rig
+    robot.start()
+    unpinnable = ControlLoop(loop.controller, lambda payload: None, cpus=frozenset({4095}))
+    unpinnable.start()
+    try:
+        assert "cannot pin the control thread to CPU [4095]" in unpinnable.scheduling_note
+        control = next(t for t in threading.enumerate() if t.name == "asap-control")
+        assert control.is_alive()
+    finally:
+        unpinnable.stop()
+
+
+# --- helpers for the safety tests ----------------------------------------------------------
+
+
+def kp_of(msg) -> np.ndarray:
+    return np.array([m.kp for m in msg.motor_cmd[:NUM_MOTORS]])
+
+
+def is_damping(msg, config: ControllerConfig) -> bool:
+    kd = np.array([m.kd for m in msg.motor_cmd[:NUM_MOTORS]])
+    return not kp_of(msg).any() and np.allclose(kd, config.damping_kd)
+
+
+def standing(rig: Rig) -> None:
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: len(rig.written) >= 2, rig.loop)
+    rig.loop.request(Stand())
+    _wait(lambda: rig.loop.controller.mode is Mode.HOLD, rig.loop)
+
+
+class SteppableSystemClock:
+    """Test double for the system clock alone: monotonic time is the real one, system time the
+    real one plus an offset the test steps (an NTP correction, an operator setting the date)."""
+
+    def __init__(self) -> None:
+        self.offset_ns = 0
+        self.clock = Clock(monotonic_ns=time.monotonic_ns, time_ns=lambda: time.time_ns() + self.offset_ns)
+
+
+class BlockingStep:
+    """Test double with FaultInjection's interface: once armed, the next step in HOLD blocks in
+    the step lock (as a slow actor would) until released."""
+
+    def __init__(self) -> None:
+        self.armed, self.entered, self.release = threading.Event(), threading.Event(), threading.Event()
+
+    def install(self, controller) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "a step blocks until released (test)"
+
+    def before_step(self, control_tick: int) -> None:
+        pass
+
+    def after_step(self, output) -> None:
+        if self.armed.is_set() and not self.entered.is_set() and output.mode is Mode.HOLD:
+            self.entered.set()
+            self.release.wait(10.0)
+
+
+# --- e-stop never waits for a step ---------------------------------------------------------
+
+
+def test_estop_during_a_blocked_step_writes_damping_at_once_and_nothing_else_after(make_rig) -> None:
+    blocker = BlockingStep()
+    rig = make_rig(fault_injection=blocker)
+    standing(rig)
+    blocker.armed.set()
+    assert blocker.entered.wait(5.0), "no step blocked"
+    before = len(rig.written)
+    assert kp_of(rig.written[-1][1]).any()  # HOLD: stiffness on
+    reply = threading.Thread(target=rig.loop.request, args=(EStop("test"),))
+    reply.start()
+    reply.join(2.0)
+    assert not reply.is_alive(), "the e-stop waited for the running step"
+    assert not blocker.release.is_set()  # the step is still running
+    assert len(rig.written) == before + 1 and is_damping(rig.written[-1][1], rig.config)
+    assert rig.loop.mode is Mode.DAMPING and rig.loop.controller.mode is Mode.HOLD  # applied at its next step
+    assert rig.loop.fault_reason == "e-stop: test"
+    blocker.release.set()
+    _wait(lambda: rig.loop.controller.mode is Mode.DAMPING, rig.loop)
+    _wait(lambda: len(rig.written) >= before + 5, rig.loop)
+    assert all(is_damping(m, rig.config) for _, m in rig.written[before:]), "a non-damping LowCmd after the e-stop"
+    assert rig.loop.controller.fault_reason == "e-stop: test"
+    _wait(lambda: len(rig.records) >= len(rig.written) - 2, rig.loop)
+    blocked = next(r for r in rig.records if r.output.mode is Mode.HOLD and not r.output.command.kp.any())
+    np.testing.assert_array_equal(blocked.output.command.kd, rig.config.damping_kd)  # recorded as written
+
+
+def test_a_request_after_a_latched_estop_sees_damping(make_rig) -> None:
+    """Stop/Reset wait for the step lock and apply the latched e-stop first: Stop is refused in
+    DAMPING, and only Reset (to PASSIVE) lifts the damping-only latch."""
+    blocker = BlockingStep()
+    rig = make_rig(fault_injection=blocker)
+    standing(rig)
+    blocker.armed.set()
+    assert blocker.entered.wait(5.0)
+    rig.loop.request(EStop("test"))
+    blocker.release.set()
+    with pytest.raises(RejectedRequest, match="DAMPING is latched"):
+        rig.loop.request(Stop())
+    rig.loop.request(Reset())
+    assert rig.loop.mode is Mode.PASSIVE
+    _wait(lambda: rig.loop.controller.last_check is None and len(rig.records) > 0
+          and rig.records[-1].output.mode is Mode.PASSIVE, rig.loop)  # a healthy state seen in PASSIVE
+    rig.loop.request(Stand())
+    _wait(lambda: rig.loop.controller.mode is Mode.HOLD, rig.loop)
+    _, last = rig.written[-1]
+    assert kp_of(last).any()
+
+
+# --- last resort -----------------------------------------------------------------------------
+
+
+def test_a_step_that_raises_latches_damping_and_the_loop_streams_it(make_rig) -> None:
+    rig = make_rig(fault_injection=FaultInjection(parse_faults("raise@tick=40")))
+    standing(rig)
+    _wait(lambda: rig.loop.fatal_error is not None, rig.loop)
+    reason = rig.loop.fatal_error
+    assert reason.startswith("control step raised InjectedFault('injected by ASAP_ROS_FAULT_INJECTION (raise@tick=40)') "
+                             "at fault_injection.py:"), reason
+    fatal = len(rig.written)
+    _wait(lambda: len(rig.written) >= fatal + 10, rig.loop)  # damping every period, on the grid
+    assert all(is_damping(m, rig.config) for _, m in rig.written[fatal - 1:])
+    assert rig.loop.alive and rig.loop.mode is Mode.DAMPING and rig.loop.fault_reason == reason
+    assert rig.loop.controller.mode is Mode.DAMPING and rig.loop.controller.fault_reason == reason
+    _wait(lambda: len(rig.records) >= fatal + 5, rig.loop)
+    switch = [r for r in rig.records if r.output.transition is not None and r.output.transition.reason == reason]
+    assert len(switch) == 1 and switch[0].control_tick == 40 and switch[0].output.transition.to_mode is Mode.DAMPING
+    assert all(r.output.mode is Mode.DAMPING for r in rig.records if r.control_tick >= 40)
+    for request in (Reset(), Stand(), Stop()):
+        with pytest.raises(RejectedRequest, match="the control loop failed .* until asap_deploy is restarted"):
+            rig.loop.request(request)
+    rig.loop.request(EStop("still accepted"))
+
+
+def test_a_writer_that_fails_stops_the_records_and_the_lease_beats(make_rig) -> None:
+    """A record and a lease beat exist only for a written (or withheld) LowCmd: with a broken
+    writer the supervisor hears silence and takes over."""
+    arbiter = AnsweringSupervisor()
+    rig = make_rig(fail_write=lambda count: count >= 30, arbiter=arbiter)
+    standing(rig)
+    _wait(lambda: rig.loop.write_errors >= 5, rig.loop)
+    assert rig.loop.fatal_error == "control step raised RuntimeError('rt/lowcmd writer gone') at test_control_loop.py:" \
+        + rig.loop.fatal_error.rsplit(":", 1)[1]
+    records, beats = len(rig.records), arbiter.seq
+    time.sleep(0.2)
+    assert len(rig.records) == records and arbiter.seq == beats  # no record and no beat since
+    assert sum(r.written for r in rig.records) == len(rig.written) == 30
+    assert rig.loop.alive and rig.loop.write_errors >= 10  # still trying, every period
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the thread's end is the test
+def test_the_control_thread_ending_stops_the_commands_and_records(make_rig) -> None:
+    rig = make_rig(fault_injection=FaultInjection(parse_faults("exit@tick=10")))
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: not rig.loop.alive, rig.loop)
+    assert rig.loop.fatal_error == "control thread ended: SystemExit('injected by ASAP_ROS_FAULT_INJECTION (exit@tick=10)')"
+    written, records = len(rig.written), len(rig.records)
+    time.sleep(0.2)
+    assert (len(rig.written), len(rig.records)) == (written, records) == (9, 9)
+
+
+# --- clocks ------------------------------------------------------------------------------------
+
+
+def test_a_system_clock_step_during_stand_up_changes_nothing(make_rig) -> None:
+    """The system clock steps back 10 s, then 20 s ahead, during a 0.3 s stand-up: the stand-up
+    still takes its 0.3 s on the monotonic clock, its gains ramp without a jump, no state looks
+    stale and no fault latches; only the records' stamps carry the steps."""
+    system = SteppableSystemClock()
+    rig = make_rig(clock=system.clock)
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: len(rig.written) >= 2, rig.loop)
+    began, first = time.monotonic(), len(rig.written)
+    rig.loop.request(Stand())
+    time.sleep(0.08)
+    system.offset_ns = -10 * 10**9
+    time.sleep(0.08)
+    system.offset_ns = 10 * 10**9
+    _wait(lambda: rig.loop.controller.mode is not Mode.STAND_UP, rig.loop)
+    assert rig.loop.controller.mode is Mode.HOLD, rig.loop.controller.fault_reason
+    assert time.monotonic() - began >= rig.config.stand_up_duration_s
+    knee_kp = [kp_of(m)[3] for _, m in rig.written[first:]]
+    ramp = load_robot_model().kp[3] * (1 - rig.config.stand_up_kp_start_fraction)
+    assert max(np.diff(knee_kp)) < ramp / 2, "the gains jumped"
+    _wait(lambda: len(rig.records) >= len(rig.written) - 1, rig.loop)
+    stamps = np.diff([r.stamp_ns for r in rig.records])
+    assert stamps.min() < -9 * 10**9 and stamps.max() > 19 * 10**9
+
+
+# --- control rate ------------------------------------------------------------------------------
+
+
+def test_a_control_rate_other_than_the_actors_is_refused(rig) -> None:
+    loop = rig[0]
+    with pytest.raises(ConfigError, match=r"ControlLoop: 1 / period_s: must match the actors' control_dt 0\.02 s "
+                                          r"\(50 Hz, phase\.control_dt in .*CR7_level1\.yaml\)"):
+        ControlLoop(loop.controller, lambda payload: None, period_s=0.025)
+    with pytest.raises(ConfigError, match=r"deploy\.yaml: control_rate_hz: must match .* \(got 40\.0\)"):
+        check_control_rate(40.0, loop.controller, "deploy.yaml")
+    check_control_rate(50.0, loop.controller, "deploy.yaml")
+
+
+# --- the rt/lowcmd lease ---------------------------------------------------------------------
+
+
+class AnsweringSupervisor:
+    """Test double for :class:`~asap_ros.runtime.arbitration.LowCmdArbiter`'s DDS side only: the
+    real :class:`WriteLease`, and a supervisor that answers every beat at once with the grant
+    state the test sets (``state``, ``reason``)."""
+
+    LEASE_NS = 1_000_000_000  # generous: a loaded 2-core machine stalls a step now and then
+
+    def __init__(self) -> None:
+        self.lease = WriteLease(session=7, damping_margin_ns=40_000_000)
+        self.state, self.reason = Supervision.WATCHING, ""
+        self.seq = self.resets = 0
+
+    def verdict(self, now_ns: int):
+        return self.lease.verdict(now_ns)
+
+    def beat(self, mode: Mode, now_ns: int) -> None:
+        self.seq += 1
+        self.lease.beat(self.seq, now_ns)
+        self.lease.receive(Grant(self.state, self.lease.session, self.seq, self.LEASE_NS, self.reason))
+
+    def allows_write(self, now_ns: int) -> bool:
+        return self.lease.allows_write(now_ns)
+
+    def operator_reset(self) -> None:
+        self.resets += 1
+        self.lease.operator_reset(self.seq)
+
+
+def granted_rig(make_rig, **options) -> tuple[Rig, AnsweringSupervisor]:
+    arbiter = AnsweringSupervisor()
+    rig = make_rig(arbiter=arbiter, **options)
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: len(rig.written) >= 2, rig.loop)
+    rig.loop.request(Stand())
+    _wait(lambda: rig.loop.controller.mode is Mode.HOLD, rig.loop)
+    return rig, arbiter
+
+
+def test_a_takeover_latches_damping_and_then_nothing_is_written_not_even_an_estop(make_rig) -> None:
+    rig, arbiter = granted_rig(make_rig)
+    arbiter.state, arbiter.reason = Supervision.TAKEOVER, "test takeover"
+    _wait(lambda: rig.loop.controller.mode is Mode.DAMPING, rig.loop)
+    written = len(rig.written)
+    assert rig.loop.controller.fault_reason == "e-stop: supervisor took over rt/lowcmd (test takeover)"
+    rig.loop.request(EStop("during the takeover"))  # its damping write is the supervisor's now
+    time.sleep(0.2)
+    assert len(rig.written) == written and rig.loop.withheld >= 5
+    _wait(lambda: len(rig.records) >= 10 and not rig.records[-1].written, rig.loop)
+    (latched,) = [r for r in rig.records if r.fault_latched]
+    assert latched.output.mode is Mode.DAMPING and not latched.written  # the first damping step, withheld
+    assert all(not r.written for r in rig.records if r.control_tick >= latched.control_tick)
+
+
+def test_an_estop_within_the_lease_is_written_at_once_and_marked_on_the_next_step(make_rig) -> None:
+    blocker = BlockingStep()
+    rig, arbiter = granted_rig(make_rig, fault_injection=blocker)
+    blocker.armed.set()
+    assert blocker.entered.wait(5.0), "no step blocked"
+    before = len(rig.written)
+    rig.loop.request(EStop("test"))
+    assert len(rig.written) == before + 1 and is_damping(rig.written[-1][1], rig.config)
+    blocker.release.set()
+    _wait(lambda: rig.loop.controller.mode is Mode.DAMPING and len(rig.records) >= len(rig.written) - 2, rig.loop)
+    (latched,) = [r for r in rig.records if r.fault_latched]
+    assert latched.output.mode is Mode.HOLD and latched.written  # the blocked step, its command replaced by damping
+    np.testing.assert_array_equal(latched.output.command.kd, rig.config.damping_kd)
+    rig.loop.request(Reset())
+    assert arbiter.resets == 1
+
+
+def test_the_last_resort_damping_goes_through_the_lease(make_rig) -> None:
+    """A step raises under a takeover: the last resort latches DAMPING and writes nothing."""
+    rig, arbiter = granted_rig(make_rig, fault_injection=FaultInjection(parse_faults("raise@tick=60")))
+    arbiter.state, arbiter.reason = Supervision.TAKEOVER, "test takeover"
+    _wait(lambda: rig.loop.controller.mode is Mode.DAMPING, rig.loop)
+    written = len(rig.written)
+    _wait(lambda: rig.loop.fatal_error is not None, rig.loop)
+    time.sleep(0.1)
+    assert len(rig.written) == written
+    assert rig.records[-1].output.mode is Mode.DAMPING and not rig.records[-1].written

@@ -1,0 +1,151 @@
+"""Test support: make a real control step raise, stall, end its thread, or see a wild actor output.
+
+Read once, when a :class:`~asap_ros.runtime.control_loop.ControlLoop` is built, from the environment
+variable ``ASAP_ROS_FAULT_INJECTION``. Absent (always, in operation) nothing is installed and the
+loop pays one ``is None`` test per step; set, the loop logs a warning naming it. One or more
+``FAULT@TRIGGER`` separated by ``;``::
+
+    raise@tick=120              the step of control tick 120 raises InjectedFault
+    slow=0.3@motion_tick=25+    from the motion actor's step 25 on, every step takes 0.3 s longer
+    inf@motion_tick=40          the motion actor's raw output[0] is +inf at its step 40
+    nan=3@motion_tick=40        ... output[3] is NaN
+    exit@tick=300               the control thread ends (SystemExit): no LowCmd, no lease beat
+
+FAULT is ``raise``, ``slow=SECONDS``, ``exit``, ``inf[=INDEX]`` or ``nan[=INDEX]`` (INDEX: the
+actor's output index, in its spec's ``driven_joints`` order; default 0). TRIGGER is ``tick=N``
+(the step whose ``StepRecord.control_tick`` is N; 1 is the first step
+after the first LowState) or ``motion_tick=N`` (the motion actor's step N, 0 first, in every TRACKING run); a
+trailing ``+`` fires on every later step too. ``raise``, ``slow`` and ``exit`` act after the
+controller computed the step, inside the control loop's step lock (a slow actor, an exception
+escaping the step); its command is then not written. ``inf``/``nan`` replace the actor's output
+before the policy clips it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asap_ros.core.errors import ConfigError
+
+ENV_VAR = "ASAP_ROS_FAULT_INJECTION"
+STEP_FAULTS = ("raise", "slow", "exit")
+ACTOR_FAULTS = ("inf", "nan")
+_FAULT = re.compile(r"^(?P<kind>[a-z]+)(=(?P<value>[^@]+))?@(?P<counter>tick|motion_tick)=(?P<at>\d+)(?P<repeat>\+?)$")
+
+
+class InjectedFault(RuntimeError):
+    """What an injected ``raise`` makes the control step raise."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    value: float
+    """``slow``: seconds; ``inf``/``nan``: output index."""
+    counter: str
+    """``tick`` or ``motion_tick``."""
+    at: int
+    repeat: bool
+    text: str
+
+    def fires(self, control_tick: int, motion_tick: int | None) -> bool:
+        value = control_tick if self.counter == "tick" else motion_tick
+        return value is not None and (value >= self.at if self.repeat else value == self.at)
+
+
+def parse_faults(text: str) -> tuple[Fault, ...]:
+    """The faults of one ``ASAP_ROS_FAULT_INJECTION`` value; ConfigError naming the bad part."""
+    faults = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        match = _FAULT.match(part)
+        if match is None:
+            raise _error("expected FAULT@tick=N or FAULT@motion_tick=N, optionally with a trailing +", part)
+        kind = match["kind"]
+        faults.append(Fault(kind, _value(kind, match["value"], part), match["counter"], int(match["at"]),
+                            bool(match["repeat"]), part))
+    if not faults:
+        raise _error("set but empty", text)
+    return tuple(faults)
+
+
+def _value(kind: str, raw: str | None, part: str) -> float:
+    if kind not in STEP_FAULTS + ACTOR_FAULTS:
+        raise _error(f"unknown fault (known: {', '.join(STEP_FAULTS + ACTOR_FAULTS)})", part)
+    if kind in ("raise", "exit"):
+        if raw is not None:
+            raise _error(f"{kind} takes no value", part)
+        return 0.0
+    if kind == "slow":
+        if raw is None or not re.fullmatch(r"\d+(\.\d*)?|\.\d+", raw) or not float(raw) > 0:
+            raise _error("slow needs =SECONDS > 0", part)
+        return float(raw)
+    if raw is not None and not raw.isdigit():
+        raise _error(f"{kind}= takes an output index >= 0", part)
+    return float(raw or 0)
+
+
+def _error(problem: str, value: str) -> ConfigError:
+    return ConfigError(f"${ENV_VAR}", None, problem, value)
+
+
+class FaultInjection:
+    """The parsed faults, hooked into one control loop (:meth:`install`, :meth:`before_step`,
+    :meth:`after_step`)."""
+
+    def __init__(self, faults: tuple[Fault, ...]):
+        self.faults = faults
+        self._control_tick = 0
+
+    @classmethod
+    def from_env(cls, environ: Any = os.environ) -> FaultInjection | None:
+        """The injection ``ASAP_ROS_FAULT_INJECTION`` asks for, or None when it is not set."""
+        text = environ.get(ENV_VAR)
+        return None if text is None else cls(parse_faults(text))
+
+    def describe(self) -> str:
+        return f"{ENV_VAR}={';'.join(f.text for f in self.faults)}"
+
+    def install(self, controller: Any) -> None:
+        """Wrap each motion actor of ``controller`` for the ``inf``/``nan`` faults."""
+        faults = [f for f in self.faults if f.kind in ACTOR_FAULTS]
+        if not faults:
+            return
+        for name, runner in controller.policies.items():
+            for fault in faults:
+                if fault.value >= runner.spec.output_dim:
+                    raise _error(f"output index beyond motion {name}'s {runner.spec.output_dim} outputs", fault.text)
+            runner.actor = self._corrupting(runner, runner.actor, faults)
+
+    def _corrupting(self, runner: Any, actor: Callable[[np.ndarray], np.ndarray], faults: list[Fault]) -> Callable:
+        def corrupted(obs: np.ndarray) -> np.ndarray:
+            output = actor(obs)
+            for fault in faults:
+                if fault.fires(self._control_tick, runner.tick):
+                    output[int(fault.value)] = np.inf if fault.kind == "inf" else np.nan
+            return output
+
+        return corrupted
+
+    def before_step(self, control_tick: int) -> None:
+        """The control tick the step about to run will have."""
+        self._control_tick = control_tick
+
+    def after_step(self, output: Any) -> None:
+        """Raise, stall or end the thread now if a step fault fires for this step."""
+        motion_tick = output.policy.tick if output.policy is not None else None
+        for fault in self.faults:
+            if fault.kind not in STEP_FAULTS or not fault.fires(self._control_tick, motion_tick):
+                continue
+            if fault.kind == "slow":
+                time.sleep(fault.value)
+            elif fault.kind == "raise":
+                raise InjectedFault(f"injected by {ENV_VAR} ({fault.text})")
+            else:
+                raise SystemExit(f"injected by {ENV_VAR} ({fault.text})")
