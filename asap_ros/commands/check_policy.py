@@ -24,17 +24,26 @@ def resolve_spec_path(spec: str) -> Path:
     return policies_dir() / f"{spec}.yaml"
 
 
-def run(args: argparse.Namespace) -> int:
+def run_zero_observation(spec_path: Path, robot, assets_dir: str | None):
+    """Load a spec (its actor checksum, shapes and clip checked) and run its actor once on the zero
+    observation: ``(spec, action)``."""
     import numpy as np
 
     from asap_ros.actor import OnnxActor
     from asap_ros.policy_spec import load_policy_spec
+
+    spec = load_policy_spec(spec_path, robot, assets_dir)
+    actor = OnnxActor(spec.actor_path, spec)
+    return spec, actor(np.zeros(spec.input_dim, dtype=np.float32))
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from asap_ros.robot import load_robot_model
 
     robot = load_robot_model(args.robot)
-    spec = load_policy_spec(resolve_spec_path(args.spec), robot, args.assets_dir)
-    actor = OnnxActor(spec.actor_path, spec)
-    action = actor(np.zeros(spec.input_dim, dtype=np.float32))
+    spec, action = run_zero_observation(resolve_spec_path(args.spec), robot, args.assets_dir)
 
     print(f"spec:    {spec.source} ({spec.name})")
     print(f"actor:   {spec.actor_path}")
