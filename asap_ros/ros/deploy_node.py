@@ -27,7 +27,7 @@ from typing import Any
 
 from asap_ros.errors import AsapError, ConfigError, RejectedRequest
 from asap_ros.paths import config_file, policies_dir
-from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
+from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, help_requested, load_defaults
 
 NODE_NAME = "asap_deploy"
 MOCAP_TOPIC = "mocap/pose"
@@ -321,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], DEPLOY_PARAMS, config_file("deploy.yaml")):
+        return 0
     rclpy.init(args=argv)
     node = rclpy.create_node(NODE_NAME)
     try:

@@ -36,7 +36,7 @@ from asap_ros.errors import AsapError
 from asap_ros.g1 import LOWCMD_WIRE, LOWSTATE_WIRE, LowCmdEncoder, damping_command, record_crc
 from asap_ros.paths import config_file
 from asap_ros.remote import ComboDetector, decode_remote, parse_combo
-from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
+from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, help_requested, load_defaults
 from asap_ros.state import NUM_MOTORS
 
 NODE_NAME = "asap_supervisor"
@@ -402,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], SUPERVISOR_PARAMS, config_file("supervisor.yaml")):
+        return 0
     rclpy.init(args=argv)
     node = rclpy.create_node(NODE_NAME)
     try:
