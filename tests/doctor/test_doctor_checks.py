@@ -169,3 +169,36 @@ def test_report_exit_status_and_json():
     assert "FAIL  c: bad\n      fix: do y" in text and text.endswith("1 ok, 1 warn, 1 FAIL")
     data = json.loads(format_json(checks, {"domain": 0}))
     assert data["ok"] is True and data["checks"][1] == {"name": "b", "status": WARN, "message": "hm", "fix": "do x"}
+
+
+def test_ros_environment_and_graph(monkeypatch):
+    from asap_ros.doctor.ros_graph import RosGraph, check_environment, check_graph
+
+    monkeypatch.setenv("RMW_IMPLEMENTATION", "rmw_cyclonedds_cpp")
+    monkeypatch.setenv("ROS_DOMAIN_ID", "300")
+    rmw, domain = check_environment("rmw_cyclonedds_cpp")
+    assert rmw.status == OK and domain.status == FAIL and "0..232" in domain.message
+    monkeypatch.delenv("RMW_IMPLEMENTATION")
+    assert check_environment("rmw_cyclonedds_cpp")[0].status == WARN
+
+    assert [c.status for c in check_graph(RosGraph([], None))] == [OK, OK]
+    alone = by_name(check_graph(RosGraph(["/asap_deploy"], None)))
+    assert alone["ros asap_supervisor"].status == FAIL
+    armed = by_name(check_graph(RosGraph(["/asap_deploy", "/asap_supervisor"], "WATCHING")))
+    assert armed["ros asap_supervisor"].status == OK and "armed" in armed["ros asap_supervisor"].message
+    took_over = by_name(check_graph(RosGraph(["/asap_supervisor"], "TAKEOVER: deploy exited")))
+    assert took_over["ros asap_supervisor"].status == FAIL and "ctl reset" in took_over["ros asap_supervisor"].fix
+    assert check_graph(RosGraph([], None, error="RuntimeError: no rmw"))[0].status == FAIL
+
+
+def test_network_interface_checks_read_the_real_interfaces():
+    import ipaddress
+
+    from asap_ros.doctor.network import check_interface
+
+    (loopback,) = check_interface("lo", ipaddress.IPv4Network("127.0.0.0/8"))
+    assert loopback.status == OK and "127.0.0.1/8" in loopback.message
+    (off_subnet,) = check_interface("lo", ipaddress.IPv4Network("192.168.123.0/24"))
+    assert off_subnet.status == FAIL and "192.168.123.222/24 dev lo" in off_subnet.fix
+    (missing,) = check_interface("nosuchnic0", ipaddress.IPv4Network("192.168.123.0/24"))
+    assert missing.status == FAIL and "lo" in missing.message
