@@ -3,6 +3,7 @@ writers counted, the ROS graph discovered, all at once), then assets, policies a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from asap_ros.doctor import clock, network, policies, ros_graph
@@ -17,8 +18,6 @@ FIRST_SAMPLE_TIMEOUT_S = 3.0
 
 def _bus_checks(settings: DoctorSettings, progress: Callable[[str], None]) -> list[Check]:
     """rt/lowstate, rt/lowcmd writers and the ROS graph, over one window."""
-    import time
-
     from asap_ros import dds
     from asap_ros.doctor.lowcmd_writers import LowCmdWriterWatch, check_lowcmd_writers
     from asap_ros.doctor.lowstate import LowStateSampler, analyse_lowstate
