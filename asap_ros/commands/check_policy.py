@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def resolve_spec_path(spec: str) -> Path:
     """A path as given if it exists, else ``policies/<spec>.yaml`` of the package."""
-    from asap_ros.paths import policies_dir
+    from asap_ros.config.paths import policies_dir
 
     path = Path(spec)
     if path.exists() or path.suffix in (".yaml", ".yml"):
@@ -24,23 +24,11 @@ def resolve_spec_path(spec: str) -> Path:
     return policies_dir() / f"{spec}.yaml"
 
 
-def run_zero_observation(spec_path: Path, robot, assets_dir: str | None):
-    """Load a spec (its actor checksum, shapes and clip checked) and run its actor once on the zero
-    observation: ``(spec, action)``."""
-    import numpy as np
-
-    from asap_ros.actor import OnnxActor
-    from asap_ros.policy_spec import load_policy_spec
-
-    spec = load_policy_spec(spec_path, robot, assets_dir)
-    actor = OnnxActor(spec.actor_path, spec)
-    return spec, actor(np.zeros(spec.input_dim, dtype=np.float32))
-
-
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from asap_ros.robot import load_robot_model
+    from asap_ros.config.robot import load_robot_model
+    from asap_ros.runtime.policies import run_zero_observation
 
     robot = load_robot_model(args.robot)
     spec, action = run_zero_observation(resolve_spec_path(args.spec), robot, args.assets_dir)

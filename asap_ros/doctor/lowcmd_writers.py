@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from asap_ros.doctor.report import Check, fail, ok, warn
+from asap_ros.g1.layout import LOWCMD_TOPIC
 
-LOWCMD_TOPIC = "rt/lowcmd"
 POLL_S = 0.02
 DEBUG_MODE_FIX = (
     "the G1's built-in controller still writes rt/lowcmd: put the robot in debug (low-level) mode, "
@@ -44,7 +44,7 @@ class LowCmdWriterWatch:
         from cyclonedds.topic import Topic
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-        from asap_ros.dds import participant
+        from asap_ros.runtime.dds import participant
 
         dp = participant()
         self._publications = BuiltinDataReader(dp, BuiltinTopicDcpsPublication)
@@ -76,7 +76,7 @@ class LowCmdWriterWatch:
 
     def stop(self) -> list[LowCmdWriter]:
         """Every ``rt/lowcmd`` writer seen on the bus, with its sample count."""
-        from asap_ros.dds import close_entity
+        from asap_ros.runtime.dds import close_entity
 
         self._stop.set()
         self._thread.join(5.0)

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros import g1
+from asap_ros.core.robot import RobotModel
+from asap_ros.core.safety import QUATERNION_NORM_TOLERANCE, SafetyConfig
+from asap_ros.core.state import NUM_MOTORS
 from asap_ros.doctor.report import Check, fail, ok, warn
-from asap_ros.robot import RobotModel
-from asap_ros.safety import QUATERNION_NORM_TOLERANCE, SafetyConfig
-from asap_ros.state import NUM_MOTORS
+from asap_ros.g1.codec import decode_lowstate_cdr
+from asap_ros.g1.layout import LOWSTATE_TOPIC, LOWSTATE_WIRE
 
-LOWSTATE_TOPIC = "rt/lowstate"
 GRAVITY = 9.81
 GRAVITY_TOLERANCE = 1.5
 """|accelerometer| (median over the window) may differ from gravity by this much, m/s^2."""
@@ -56,7 +56,7 @@ class LowStateSampler:
     def __init__(self) -> None:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
 
-        from asap_ros.dds import RawReader
+        from asap_ros.runtime.dds import RawReader
 
         self._payloads: list[bytes] = []
         self._arrivals_ns: list[int] = []
@@ -64,7 +64,7 @@ class LowStateSampler:
         self._lock = threading.Lock()
         self._reader = RawReader(LOWSTATE_TOPIC, LowState_, self._on_sample, depth=1024)
 
-    def _on_sample(self, payload: bytes, _stamp_ns: int) -> None:
+    def _on_sample(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         with self._lock:
             self._payloads.append(payload)
             self._arrivals_ns.append(time.monotonic_ns())
@@ -93,7 +93,7 @@ def _decode(window: LowStateWindow) -> _Decoded:
     states, errors, bad_crc, malformed = [], [], 0, []
     for payload, arrival in zip(window.payloads, window.arrivals_ns):
         try:
-            state = g1.decode_lowstate_cdr(payload, arrival)
+            state = decode_lowstate_cdr(payload, arrival)
         except ValueError as exc:
             malformed.append(str(exc))
             continue
@@ -101,7 +101,7 @@ def _decode(window: LowStateWindow) -> _Decoded:
             bad_crc += 1
             continue
         states.append(state)
-        errors.append(g1.LOWSTATE_WIRE.from_cdr(payload)["motor_state"]["motorstate"][:NUM_MOTORS])
+        errors.append(LOWSTATE_WIRE.from_cdr(payload)["motor_state"]["motorstate"][:NUM_MOTORS])
     motor_errors = np.array(errors, dtype=np.uint32).reshape(-1, NUM_MOTORS)
     return _Decoded(states, motor_errors, bad_crc, malformed)
 

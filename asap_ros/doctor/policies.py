@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from asap_ros.core.errors import AsapError
+from asap_ros.core.robot import RobotModel
 from asap_ros.doctor.report import Check, fail, ok
-from asap_ros.errors import AsapError
-from asap_ros.robot import RobotModel
 
 
 def check_assets(assets_dir: str | None) -> list[Check]:
-    from asap_ros import assets
+    from asap_ros.config import assets
 
     try:
         root = assets.asset_root(assets_dir)
@@ -29,8 +29,8 @@ def check_policies(specs: list[Path], robot: RobotModel, assets_dir: str | None)
     """Each spec as ``asap-ros check-policy`` runs it: spec, actor checksum and shapes, its clip, one step."""
     import numpy as np
 
-    from asap_ros.assets import asset_root
-    from asap_ros.commands.check_policy import run_zero_observation
+    from asap_ros.config.assets import asset_root
+    from asap_ros.runtime.policies import run_zero_observation
 
     try:
         asset_root(assets_dir)

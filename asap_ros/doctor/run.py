@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from asap_ros.core.errors import AsapError
 from asap_ros.doctor import clock, network, policies, ros_graph
 from asap_ros.doctor.lowstate import LowStateExpectations
 from asap_ros.doctor.report import Check, fail
 from asap_ros.doctor.settings import DoctorSettings
-from asap_ros.errors import AsapError
 
 FIRST_SAMPLE_TIMEOUT_S = 3.0
 """How long to wait for the first rt/lowstate sample (discovery) before the window starts anyway."""
@@ -18,9 +18,9 @@ FIRST_SAMPLE_TIMEOUT_S = 3.0
 
 def _bus_checks(settings: DoctorSettings, progress: Callable[[str], None]) -> list[Check]:
     """rt/lowstate, rt/lowcmd writers and the ROS graph, over one window."""
-    from asap_ros import dds
     from asap_ros.doctor.lowcmd_writers import LowCmdWriterWatch, check_lowcmd_writers
     from asap_ros.doctor.lowstate import LowStateSampler, analyse_lowstate
+    from asap_ros.runtime import dds
 
     groups, checks = settings.groups, []
     if "ros" in groups:

@@ -7,9 +7,13 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from asap_ros.controller import ControllerConfig, load_controller_config
-from asap_ros.paths import config_file
-from asap_ros.robot import RobotModel, load_robot_model
+from asap_ros.config.controller import load_controller_config
+from asap_ros.config.node_params import DEPLOY_PARAMS, load_defaults
+from asap_ros.config.paths import config_file
+from asap_ros.config.policy_spec import resolve_policy_files
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.controller import ControllerConfig
+from asap_ros.core.robot import RobotModel
 
 CHECK_GROUPS = ("network", "lowstate", "lowcmd", "ros", "assets", "time")
 ROBOT_SUBNET = "192.168.123.0/24"
@@ -49,14 +53,12 @@ class DoctorSettings:
 def deploy_defaults() -> dict:
     """``config/deploy.yaml``: the network, domain and files asap_deploy starts with."""
     from asap_ros.ros.deploy_node import NODE_NAME
-    from asap_ros.ros.params import DEPLOY_PARAMS, load_defaults
 
     return load_defaults(config_file("deploy.yaml"), NODE_NAME, DEPLOY_PARAMS)
 
 
 def recorder_receive_buffer_bytes() -> int:
     from asap_ros.recording.config import NODE_NAME, RECORDER_PARAMS
-    from asap_ros.ros.params import load_defaults
 
     return int(load_defaults(config_file("recorder.yaml"), NODE_NAME, RECORDER_PARAMS)["receive_buffer_mb"] * 1e6)
 
@@ -68,8 +70,6 @@ def load_settings(
     assets_dir: str | None = None, groups: tuple[str, ...] = CHECK_GROUPS,
 ) -> DoctorSettings:
     """Options given override the deploy node's defaults; a bad value raises :class:`ValueError`."""
-    from asap_ros.ros.deploy_node import resolve_policy_files
-
     deploy = deploy_defaults()
     controller = load_controller_config(controller_config or deploy["controller_config"] or None)
     spec_names = policies if policies is not None else deploy["policies"]

@@ -9,16 +9,15 @@ import json
 import numpy as np
 import pytest
 
-from asap_ros import g1
-from asap_ros.controller import load_controller_config
+from asap_ros.config.controller import load_controller_config
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.state import NUM_MOTORS
 from asap_ros.doctor.clock import chrony_check, makestep_policy
 from asap_ros.doctor.lowcmd_writers import LowCmdWriter, check_lowcmd_writers
 from asap_ros.doctor.lowstate import LowStateExpectations, LowStateWindow, analyse_lowstate
 from asap_ros.doctor.report import FAIL, OK, WARN, Check, exit_status, format_json, format_text
-from asap_ros.robot import load_robot_model
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading
 from asap_ros.sim.profile import SensorNoise
-from asap_ros.state import NUM_MOTORS
 
 PERIOD_NS = 2_000_000  # 500 Hz
 
