@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-policy": ("asap_ros.commands.check_policy", "check a policy spec against its ONNX actor and run it once"),
     "assets": ("asap_ros.commands.assets", "find, verify or fetch ASAP's published assets"),
     "bench": ("asap_ros.commands.bench", "benchmarks of the control path (bench tick)"),
+    "doctor": ("asap_ros.commands.doctor", "preflight before launch: network, rt/lowstate, rt/lowcmd writers, ROS, assets, clock"),
     "ctl": ("asap_ros.commands.ctl", "operate a running asap_deploy: stand, start NAME, stop, estop, reset, status"),
     "bag": ("asap_ros.commands.bag", "inspect (info) or recover (repair) a session bag"),
     "sim": ("asap_ros.commands.sim", "run an actor on the simulated G1 in real time over DDS and summarise the run"),

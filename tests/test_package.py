@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -31,12 +33,19 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _locked() -> dict[str, str]:
+def _lock_file(version: str = f"{sys.version_info.major}.{sys.version_info.minor}") -> Path:
+    """This interpreter's lock (scripts/lock-for)."""
+    done = subprocess.run([str(REPO / "scripts" / "lock-for"), version], capture_output=True, text=True, check=True)
+    return REPO / done.stdout.strip()
+
+
+def _locked(lock: Path | None = None) -> dict[str, str]:
+    lock = lock or _lock_file()
     pins: dict[str, str] = {}
-    for number, line in enumerate((REPO / "requirements.lock").read_text().splitlines(), 1):
+    for number, line in enumerate(lock.read_text().splitlines(), 1):
         if line.strip() and not line.startswith("#"):
-            match = re.fullmatch(r"([A-Za-z0-9._-]+)==(\S+)", line.strip())
-            assert match, f"requirements.lock:{number}: not NAME==VERSION: {line!r}"
+            match = re.fullmatch(r"([A-Za-z0-9._-]+)==(\S+)(\s+#.*)?", line.strip())
+            assert match, f"{lock.name}:{number}: not NAME==VERSION [# comment]: {line!r}"
             pins[_normalise(match[1])] = match[2]
     return pins
 
@@ -62,14 +71,35 @@ def test_requirements_lock_pins_exactly_the_installed_environment() -> None:
     locked, installed = _locked(), _installed()
     assert {"ros-rclpy", "onnxruntime", "mujoco", "unitree-sdk2py-dimos", "setuptools", "wheel"} <= set(locked)
     wrong = {name: (pin, installed.get(name)) for name, pin in locked.items() if installed.get(name) != pin}
-    assert not wrong, f"requirements.lock pins that differ from the environment (pin, installed): {wrong}"
+    lock = _lock_file().name
+    assert not wrong, f"{lock} pins that differ from the environment (pin, installed): {wrong}"
     unlisted = {name: version for name, version in installed.items() if name not in locked}
-    assert not unlisted, f"installed but missing from requirements.lock (add NAME==VERSION): {unlisted}"
+    assert not unlisted, f"installed but missing from {lock} (add NAME==VERSION): {unlisted}"
+
+
+def test_each_interpreter_has_its_lock_and_they_differ_only_where_documented() -> None:
+    assert [_lock_file(v).name for v in ("3.10", "3.11", "3.12")] == [
+        "requirements-py310.lock", "requirements.lock", "requirements-py312.lock"]
+    py311, py312, py310 = (_locked(REPO / f) for f in ("requirements.lock", "requirements-py312.lock",
+                                                        "requirements-py310.lock"))  # fmt: skip
+    assert {k for k in py311.keys() | py312.keys() if py311.get(k) != py312.get(k)} == {"setuptools"}
+    assert py310["mujoco"].startswith("3.") and py310["numpy"].startswith("2.2") and "mujoco-studio" not in py310
+    assert {k for k in py311 if k.startswith("ros-")} == {k for k in py310 if k.startswith("ros-")}
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """.ci/run's steps: the README's test command itself (full suite), the fast tier on 3.10 and
+    3.12, the colcon build; nothing else runs tests."""
     readme = (REPO / "README.md").read_text()
     (test_command,) = re.findall(r"^\| tests .*\| `([^`]+)` \|$", readme, re.M)
+    (fast_command,) = re.findall(r"^\| fast: .*\| `([^`]+)` \|$", readme, re.M)
+    assert fast_command == f'{test_command} -m "not e2e"'
     lines = (REPO / ".ci" / "run").read_text().splitlines()
-    assert lines[:2] == ["#!/usr/bin/env bash", "set -euo pipefail"]
-    assert lines[-1] == test_command
+    assert lines[0] == "#!/usr/bin/env bash" and "set -euo pipefail" in lines
+    steps = [re.fullmatch(r'step "([^"]+)" (.+)', line).groups() for line in lines if line.startswith("step ")]
+    assert steps == [
+        ("full suite, Python 3.11", test_command),
+        ("fast tier, Python 3.10", f'env ASAP_PYTHON="$(python_for 3.10)" {fast_command}'),
+        ("fast tier, Python 3.12", f'env ASAP_PYTHON="$(python_for 3.12)" {fast_command}'),
+        ("colcon build", "scripts/check-colcon"),
+    ]

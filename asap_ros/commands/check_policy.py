@@ -27,14 +27,11 @@ def resolve_spec_path(spec: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from asap_ros.config.policy_spec import load_policy_spec
     from asap_ros.config.robot import load_robot_model
-    from asap_ros.runtime.actor import OnnxActor
+    from asap_ros.runtime.policies import run_zero_observation
 
     robot = load_robot_model(args.robot)
-    spec = load_policy_spec(resolve_spec_path(args.spec), robot, args.assets_dir)
-    actor = OnnxActor(spec.actor_path, spec)
-    action = actor(np.zeros(spec.input_dim, dtype=np.float32))
+    spec, action = run_zero_observation(resolve_spec_path(args.spec), robot, args.assets_dir)
 
     print(f"spec:    {spec.source} ({spec.name})")
     print(f"actor:   {spec.actor_path}")

@@ -30,9 +30,9 @@ MARKER = "SOURCE.md"
 """Present in a complete asset folder; :func:`fetch` writes it last."""
 
 UPSTREAM_REPO = "LeCAR-Lab/ASAP"
-UPSTREAM_COMMIT = "91df82c"
-"""The commit the assets come from (2025-09-09). Only this short hash is recorded in
-``SOURCE.md``; GitHub resolves it in raw URLs as long as it stays unambiguous."""
+UPSTREAM_COMMIT = "91df82c9d0a1f1439dd0bc8e063eef675c23d596"
+"""The commit the assets come from (91df82c, 2025-09-09), in full as the workplace copy's
+``SOURCE.md`` records it: a raw URL with it never becomes ambiguous."""
 DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{UPSTREAM_REPO}/{UPSTREAM_COMMIT}"
 
 _LOCO_RUN = (

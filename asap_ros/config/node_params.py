@@ -146,3 +146,24 @@ def load_defaults(path: str | Path, node_name: str, specs: Sequence[ParamSpec]) 
             raise ConfigError(source, f"{node_name}.ros__parameters.{spec.name}", "required parameter missing")
         values[spec.name] = check_value(spec, params[spec.name], source)
     return values
+
+
+def help_requested(argv: Sequence[str] | None, node_name: str, summary: str, specs: Sequence[ParamSpec],
+                   defaults_file: str | Path) -> bool:
+    """Print the node's parameters and their defaults when ``-h``/``--help`` is among the arguments
+    before any ``--ros-args`` (then start nothing: no rclpy, no DDS); return whether it was."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    own = args[: args.index("--ros-args")] if "--ros-args" in args else args
+    if not {"-h", "--help"} & set(own):
+        return False
+    defaults = load_defaults(defaults_file, node_name, specs)
+    print(f"usage: {node_name} [--ros-args -p NAME:=VALUE ... | --params-file FILE]\n\n{summary}\n")
+    print(f"parameters (defaults from {defaults_file}):")
+    for spec in specs:
+        limits = f"; {spec.constraint_text()}" if spec.constraint_text() else ""
+        changeable = "; changeable at run time" if spec.runtime else ""
+        print(f"  {spec.name} = {defaults[spec.name]!r}  ({spec.kind}{limits}{changeable}): {spec.description}")
+    return True
+

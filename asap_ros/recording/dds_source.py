@@ -54,6 +54,23 @@ _ROS_CDR_HEADERS = (b"\x00\x00", b"\x00\x01")  # CDR big / little endian (XCDR1,
 RMEM_MAX = Path("/proc/sys/net/core/rmem_max")
 
 
+def rmem_max_shortfall(receive_buffer_bytes: int) -> str | None:
+    """What ``net.core.rmem_max`` does to a socket asking for ``receive_buffer_bytes`` (``None``:
+    nothing, or it cannot tell)."""
+    if not RMEM_MAX.exists():
+        return None
+    rmem_max = int(RMEM_MAX.read_text())
+    if rmem_max >= receive_buffer_bytes:
+        return None
+    return (f"net.core.rmem_max is {rmem_max} bytes: the DDS socket receive buffer gets less than the "
+            f"{receive_buffer_bytes} bytes asked for (receive_buffer_mb), so a shorter stall of the "
+            "recorder loses samples")
+
+
+def rmem_max_fix(receive_buffer_bytes: int) -> str:
+    return f"sysctl -w net.core.rmem_max={receive_buffer_bytes}"
+
+
 class RecorderDomain:
     """This process's Cyclone DDS domain for recording: ``interface`` as the SDK configures it,
     and UDP sockets asking for ``receive_buffer_bytes`` (Linux grants twice the request, capped
@@ -77,14 +94,8 @@ class RecorderDomain:
 
     def capped_note(self) -> str | None:
         """Why the OS grants less receive buffer than asked (``None`` when it does not, or cannot tell)."""
-        if not RMEM_MAX.exists():
-            return None
-        rmem_max = int(RMEM_MAX.read_text())
-        if rmem_max >= self.receive_buffer_bytes:
-            return None
-        return (f"net.core.rmem_max is {rmem_max} bytes: the DDS socket receive buffer gets less than the "
-                f"{self.receive_buffer_bytes} bytes asked for (receive_buffer_mb), so a shorter stall of the "
-                f"recorder loses samples; raise it: sysctl -w net.core.rmem_max={self.receive_buffer_bytes}")
+        note = rmem_max_shortfall(self.receive_buffer_bytes)
+        return f"{note}; raise it: {rmem_max_fix(self.receive_buffer_bytes)}" if note else None
 
     def close(self) -> None:
         close_entity(self.participant)

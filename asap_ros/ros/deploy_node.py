@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from asap_ros.config.node_params import DEPLOY_PARAMS, load_defaults
+from asap_ros.config.node_params import DEPLOY_PARAMS, help_requested, load_defaults
 from asap_ros.config.paths import config_file
 from asap_ros.core.errors import AsapError, ConfigError, RejectedRequest
 from asap_ros.core.state_machine import Reset, Stand, Start
@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], DEPLOY_PARAMS, config_file("deploy.yaml")):
+        return 0
     rclpy.init(args=argv)
     node = rclpy.create_node(NODE_NAME)
     try:

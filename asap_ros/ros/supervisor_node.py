@@ -33,7 +33,7 @@ import threading
 import time
 from typing import Any
 
-from asap_ros.config.node_params import SUPERVISOR_PARAMS, load_defaults
+from asap_ros.config.node_params import SUPERVISOR_PARAMS, help_requested, load_defaults
 from asap_ros.config.paths import config_file
 from asap_ros.core.errors import AsapError
 from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
@@ -387,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], SUPERVISOR_PARAMS, config_file("supervisor.yaml")):
+        return 0
     rclpy.init(args=argv)
     node = rclpy.create_node(NODE_NAME)
     try:

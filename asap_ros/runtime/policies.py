@@ -7,11 +7,14 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from asap_ros.config.policy_spec import load_policy_spec
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.controller import Controller, ControllerConfig
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.policy import PolicyRunner
+from asap_ros.core.policy_spec import PolicySpec
 from asap_ros.core.robot import RobotModel
 from asap_ros.runtime.actor import OnnxActor
 
@@ -25,6 +28,16 @@ def load_policy_runner(
     robot = robot or load_robot_model()
     spec = load_policy_spec(path, robot, assets_dir)
     return PolicyRunner(spec, robot, OnnxActor(spec.actor_path, spec))
+
+
+def run_zero_observation(
+    spec_path: str | Path, robot: RobotModel, assets_dir: str | Path | None
+) -> tuple[PolicySpec, np.ndarray]:
+    """Load a spec (its actor checksum, shapes and clip checked) and run its actor once on the zero
+    observation: ``(spec, action)`` (``asap-ros check-policy``, ``asap-ros doctor``)."""
+    spec = load_policy_spec(spec_path, robot, assets_dir)
+    actor = OnnxActor(spec.actor_path, spec)
+    return spec, actor(np.zeros(spec.input_dim, dtype=np.float32))
 
 
 def load_policies(

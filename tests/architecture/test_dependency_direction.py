@@ -2,7 +2,7 @@
 the ones inside functions):
 
     core  <-  g1, config  <-  runtime, tracking, mocap  <-  sim, recording, bench  <-  ros
-          <-  export  <-  commands, cli  <-  testing
+          <-  export, doctor  <-  commands, cli  <-  testing
 
 A module may import its own folder and any folder on a lower layer, never a folder on its own
 layer or above. ``asap_ros/__init__.py`` (the version) is importable from anywhere. The core
@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     "runtime": 2, "tracking": 2, "mocap": 2,
     "sim": 3, "recording": 3, "bench": 3,
     "ros": 4,
-    "export": 5,
+    "export": 5, "doctor": 5,
     "commands": 6, "cli": 6,
     "testing": 7,
 }  # fmt: skip

@@ -137,7 +137,7 @@ def test_fetch_rejects_corrupted_download_and_installs_nothing_for_it(
     assert (CORRUPTED, "downloaded") in seen and len(seen) == 48
     assert asap_assets.asset_root(dest) == dest.resolve()
     assert asap_assets.verify(dest).ok
-    assert "91df82c" in (dest / asap_assets.MARKER).read_text()
+    assert "91df82c9d0a1f1439dd0bc8e063eef675c23d596" in (dest / asap_assets.MARKER).read_text()
 
 
 def test_fetch_never_replaces_a_file_with_a_bad_download(
@@ -187,3 +187,10 @@ def test_explicit_or_env_location_must_exist(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "empty").mkdir()
     with pytest.raises(AssetError, match=r"empty \(from \$ASAP_ASSETS\): no SOURCE.md there"):
         asap_assets.asset_root()
+
+
+def test_default_url_names_the_full_commit_that_source_md_records(assets: Path) -> None:
+    commit = asap_assets.UPSTREAM_COMMIT
+    assert len(commit) == 40 and all(c in "0123456789abcdef" for c in commit)
+    assert asap_assets.DEFAULT_BASE_URL == f"https://raw.githubusercontent.com/LeCAR-Lab/ASAP/{commit}"
+    assert commit in (assets / asap_assets.MARKER).read_text()
