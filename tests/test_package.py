@@ -152,7 +152,7 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert lines[-1] == test_command
 
 
-@pytest.mark.parametrize("script", ["scripts/setup", "scripts/test", "scripts/run-sim", ".ci/run"])
+@pytest.mark.parametrize("script", ["scripts/setup", "scripts/install-chromium", "scripts/test", "scripts/run-sim", ".ci/run"])
 def test_scripts_are_executable_bash(script: str) -> None:
     path = REPO / script
     assert os.access(path, os.X_OK), f"{script} is not executable"
