@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from record_session import cpu_seconds  # noqa: E402
 from ros_e2e import System, node_process  # noqa: E402
 
 from asap_ros.dds import process_domain  # noqa: E402
@@ -61,12 +62,6 @@ class PolicyStepReader:
 
         dp = participant()
         self._reader = DataReader(dp, Topic(dp, POLICY_STEP_TOPIC, PolicyStep_), listener=Listener(on_data_available=on_data))
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (/proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_view(stack: contextlib.ExitStack, domain: int, logs: Path):
@@ -111,13 +106,13 @@ def main() -> None:
         system.start()
         if args.view:
             view_process = start_view(view, args.domain, logs)
-            view_cpu_s = -process_cpu_s(view_process.process.pid)
+            view_cpu_s = -cpu_seconds(view_process.process.pid)
         for _ in range(args.motions):
             system.track()
             if not system.ros.wait_mode("HOLD", 120.0):
                 raise SystemExit(f"motion did not finish: {system.ros.latched}")
         if args.view:
-            view_cpu_s += process_cpu_s(view_process.process.pid)
+            view_cpu_s += cpu_seconds(view_process.process.pid)
     finally:
         view.close()
         if recorder is not None:

@@ -145,3 +145,12 @@ def region_change(first: np.ndarray, second: np.ndarray, box: tuple[int, int, in
     top, bottom, left, right = box
     a, b = scene_pixels(first)[top:bottom, left:right], scene_pixels(second)[top:bottom, left:right]
     return float((np.abs(a - b).max(axis=2) > CHANGED).mean())
+
+
+def robot_region_change(first: np.ndarray, second: np.ndarray) -> tuple[tuple[int, int, int, int], float]:
+    """The box around the robot in either screenshot and the fraction of its pixels that differ;
+    ``AssertionError`` if either shows no robot."""
+    boxes = [mask_box(robot_mask(image)) for image in (first, second)]
+    assert None not in boxes, "no robot in the 3D view"
+    box = (min(b[0] for b in boxes), max(b[1] for b in boxes), min(b[2] for b in boxes), max(b[3] for b in boxes))
+    return box, region_change(first, second, box)

@@ -11,7 +11,7 @@ import numpy as np
 
 from asap_ros.config.robot_description import MOVING_TYPES, RobotDescription, matrix_to_quat_wxyz
 from asap_ros.view.meshes import Mesh
-from asap_ros.view.snapshot import Pose
+from asap_ros.view.snapshot import BodyPose
 
 RGB = tuple[float, float, float]
 """Channels 0..1."""
@@ -74,10 +74,10 @@ class RobotFigure:
         if bool(self._root.visible) != value:
             self._root.visible = value
 
-    def pose(self, pose: Pose) -> None:
+    def pose(self, pose: BodyPose) -> None:
         """Root at the pose's root, every moving joint at its angle (motor order)."""
-        self._root.position = np.asarray(pose.root_pos, dtype=np.float64)
-        self._root.wxyz = np.asarray(pose.root_quat_wxyz, dtype=np.float64)
+        self._root.position = np.asarray(pose.pelvis_pos, dtype=np.float64)
+        self._root.wxyz = np.asarray(pose.pelvis_quat_wxyz, dtype=np.float64)
         angles = {name: float(pose.q[i]) for name, i in self._joint_index.items()}
         transforms = self._description.joint_transforms(angles)
         for joint in self._moving:

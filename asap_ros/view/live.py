@@ -16,7 +16,7 @@ from typing import Any
 
 
 from asap_ros.view.reference import ReferencePoser
-from asap_ros.view.snapshot import NO_VALUE, Pose, Snapshot, TimingWindow
+from asap_ros.view.snapshot import NO_VALUE, BodyPose, Snapshot, TimingWindow
 
 MOCAP_FRESH_S = 0.5
 """Older mocap poses are not shown: the root falls back to the IMU orientation."""
@@ -133,7 +133,7 @@ class LiveFeed:
         ]
         self._ros = _RosInputs(topics, self._steps)
 
-    def _robot_pose(self, state: Any) -> tuple[Pose, str]:
+    def _robot_pose(self, state: Any) -> tuple[BodyPose, str]:
         from asap_ros.config.robot_description import root_pose
 
         mocap, fresh = self._ros.mocap, None
@@ -141,7 +141,7 @@ class LiveFeed:
             p, o = mocap[1].position, mocap[1].orientation
             fresh = ((p.x, p.y, p.z), (o.w, o.x, o.y, o.z))
         position, quat, source = root_pose(fresh, state.quat_wxyz)
-        return Pose(position, quat, state.q), source
+        return BodyPose(position, quat, state.q), source
 
     def snapshot(self) -> Snapshot:
         from asap_ros.g1 import decode_lowstate_cdr

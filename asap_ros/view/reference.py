@@ -15,7 +15,7 @@ import numpy as np
 from asap_ros.clip import MotionClip, load_clip
 from asap_ros.kinematics import DRIVEN_MOTORS, PlanarAlignment, align_start, sample_clip
 from asap_ros.state import NUM_MOTORS
-from asap_ros.view.snapshot import Pose
+from asap_ros.view.snapshot import BodyPose
 
 
 def clips_of_policies(spec_files: Iterable[str | os.PathLike], assets_dir: str | None = None) -> dict[str, MotionClip]:
@@ -37,7 +37,7 @@ class ReferencePoser:
         self.clips = dict(clips)
         self._alignments: dict[tuple[int, str], PlanarAlignment] = {}
 
-    def clip_pose(self, motion: str, phase: float) -> Pose | None:
+    def clip_pose(self, motion: str, phase: float) -> BodyPose | None:
         """The clip's own pose at ``phase`` (unaligned); ``None`` for an unknown motion."""
         clip = self.clips.get(motion)
         if clip is None:
@@ -45,24 +45,24 @@ class ReferencePoser:
         ref = sample_clip(clip, np.array([float(np.clip(phase, 0.0, 1.0)) * clip.duration_s]))
         q = np.zeros(NUM_MOTORS)
         q[DRIVEN_MOTORS] = ref.dof[0]
-        return Pose(ref.root_pos[0], ref.root_quat_wxyz[0], q)
+        return BodyPose(ref.root_pos[0], ref.root_quat_wxyz[0], q)
 
-    def align(self, episode: int, motion: str, robot: Pose) -> None:
+    def align(self, episode: int, motion: str, robot: BodyPose) -> None:
         """Put ``episode``'s clip start on ``robot`` (its pose at the episode's first step)."""
         start = self.clip_pose(motion, 0.0)
         if start is not None:
             self._alignments[(episode, motion)] = align_start(
-                start.root_pos, start.root_quat_wxyz, robot.root_pos, robot.root_quat_wxyz)
+                start.pelvis_pos, start.pelvis_quat_wxyz, robot.pelvis_pos, robot.pelvis_quat_wxyz)
 
     def aligned(self, episode: int, motion: str) -> bool:
         return (episode, motion) in self._alignments
 
-    def pose(self, episode: int, motion: str, phase: float) -> Pose | None:
+    def pose(self, episode: int, motion: str, phase: float) -> BodyPose | None:
         """The ghost at ``phase`` of ``episode`` (unaligned until :meth:`align`); ``None`` if the
         motion has no clip here."""
         ref = self.clip_pose(motion, phase)
         alignment = self._alignments.get((episode, motion))
         if ref is None or alignment is None:
             return ref
-        pos, quat = alignment.apply_pose(ref.root_pos[None], ref.root_quat_wxyz[None])
-        return Pose(pos[0], quat[0], ref.q)
+        pos, quat = alignment.apply_pose(ref.pelvis_pos[None], ref.pelvis_quat_wxyz[None])
+        return BodyPose(pos[0], quat[0], ref.q)

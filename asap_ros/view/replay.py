@@ -25,7 +25,7 @@ from asap_ros.recording import topics
 from asap_ros.recording.episodes import Episode
 from asap_ros.state import NUM_MOTORS
 from asap_ros.view.reference import ReferencePoser
-from asap_ros.view.snapshot import NO_VALUE, Pose, Snapshot, timing_of
+from asap_ros.view.snapshot import NO_VALUE, BodyPose, Snapshot, timing_of
 
 POSE_RATE_HZ = 100.0
 """LowStates kept for the timeline besides the ones the actor used."""
@@ -214,7 +214,7 @@ class SessionMoments:
                 out[rows] = sample_clip(clip, np.clip(steps.phase[rows], 0.0, 1.0) * clip.duration_s).dof
         return out
 
-    def robot_at(self, stamp_ns: int) -> tuple[Pose, str]:
+    def robot_at(self, stamp_ns: int) -> tuple[BodyPose, str]:
         from asap_ros.config.robot_description import root_pose
 
         s, mocap = self.session, None
@@ -224,7 +224,7 @@ class SessionMoments:
             if abs(int(s.mocap_stamp_ns[m]) - stamp_ns) <= MOCAP_MATCH_NS:
                 mocap = (s.mocap_pos[m], s.mocap_quat_wxyz[m])
         position, quat, source = root_pose(mocap, s.quat_wxyz[i])
-        return Pose(position, quat, s.q[i]), source
+        return BodyPose(position, quat, s.q[i]), source
 
     def snapshot(self, t_s: float) -> Snapshot:
         s, steps = self.session, self.session.steps

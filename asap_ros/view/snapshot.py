@@ -7,19 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from asap_ros.tracking import BodyPose
+
 NO_VALUE = "—"
-
-
-@dataclass(frozen=True)
-class Pose:
-    """A robot pose: root (pelvis) position and orientation in the world, 29 joint angles."""
-
-    root_pos: np.ndarray
-    """(3,) metres."""
-    root_quat_wxyz: np.ndarray
-    """(4,)"""
-    q: np.ndarray
-    """(29,) rad, G1 motor order."""
 
 
 @dataclass(frozen=True)
@@ -35,10 +25,11 @@ class Timing:
 
 @dataclass(frozen=True)
 class Snapshot:
-    robot: Pose | None
+    robot: BodyPose | None
+    """The robot: root (pelvis) pose in the world and its 29 joint angles."""
     root_source: str
     """Where the root pose comes from (``mocap``, ``IMU (no mocap)``)."""
-    reference: Pose | None
+    reference: BodyPose | None
     """The clip's pose at the motion tick being tracked (the ghost); ``None`` when not tracking."""
     mode: str = NO_VALUE
     fault: str = ""

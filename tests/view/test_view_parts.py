@@ -9,7 +9,7 @@ import pytest
 from asap_ros.view.meshes import cluster_vertices, load_mesh
 from asap_ros.view.page import TemperatureScale, status_html, temperature_html, timing_html
 from asap_ros.view.reference import ReferencePoser
-from asap_ros.view.snapshot import Pose, Snapshot, TimingWindow
+from asap_ros.view.snapshot import BodyPose, Snapshot, TimingWindow
 
 SCALE = TemperatureScale(start_limit_c=65.0, fault_limit_c=85.0)
 
@@ -74,10 +74,10 @@ def test_the_ghost_starts_where_the_robot_started(assets):
 
     poser = ReferencePoser(clips_of_policies([policies_dir() / "kick_level1.yaml"]))
     assert poser.pose(1, "moonwalk", 0.5) is None
-    robot = Pose(np.array([2.0, -1.0, 0.75]), np.array([np.cos(0.5), 0.0, 0.0, np.sin(0.5)]), np.zeros(29))
+    robot = BodyPose(np.array([2.0, -1.0, 0.75]), np.array([np.cos(0.5), 0.0, 0.0, np.sin(0.5)]), np.zeros(29))
     poser.align(1, "kick_level1", robot)
     start, later = poser.pose(1, "kick_level1", 0.0), poser.pose(1, "kick_level1", 0.6)
-    assert start.root_pos[:2] == pytest.approx([2.0, -1.0])
+    assert start.pelvis_pos[:2] == pytest.approx([2.0, -1.0])
     assert not np.allclose(start.q, later.q)
     assert start.q[19:22].tolist() == [0.0, 0.0, 0.0], "the wrists are not in ASAP's clips"
     raw = poser.clip_pose("kick_level1", 0.6)
