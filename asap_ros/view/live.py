@@ -93,8 +93,13 @@ class _RosInputs:
         self._thread.start()
 
     def _spin(self) -> None:
-        while self.context.ok():
-            self._executor.spin_once(timeout_sec=0.1)
+        from rclpy.executors import ExternalShutdownException
+
+        try:
+            while self.context.ok():
+                self._executor.spin_once(timeout_sec=0.1)
+        except ExternalShutdownException:
+            pass  # close() shut the context down
 
     def _on_mocap(self, msg: Any) -> None:
         self.mocap = (time.monotonic(), msg.pose)

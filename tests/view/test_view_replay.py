@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asap_ros.testing.browser import ViewBrowser, region_change, robot_mask, robot_region_change
+from asap_ros.testing.browser import ViewBrowser, region_change, robot_region_change
 from asap_ros.testing.view_process import ViewProcess
 
 MODE = '[data-view="mode"]'
