@@ -47,7 +47,8 @@ def test_replay_scrubs_to_the_episode_and_shows_its_poses(sim_session_bag, tmp_p
             before = browser.wait_text(MODE, lambda text: text != "—", 30.0)
             assert before in ("PASSIVE", "STAND_UP"), before
 
-            browser.page.get_by_role("textbox", name="go to episode").click()
+            labelled_row = browser.page.locator("div.mantine-Flex-root", has=browser.page.get_by_text("go to episode", exact=True))
+            labelled_row.locator("input").first.click()
             browser.page.get_by_role("option").filter(has_text="1: kick_level1").click()
             at = clock_s(browser.wait_text(CLOCK, lambda text: clock_s(text) >= start_s, 30.0))
             assert at - start_s < 0.1, (at, start_s)
