@@ -48,50 +48,55 @@ def _temperature_scale(path: Path | None):
     return TemperatureScale(safety.max_start_temperature_c, safety.max_temperature_c)
 
 
-def _serve(page, stop: threading.Event) -> None:
+def _serve(page) -> threading.Event:
+    """Say where the page is; the event is set on SIGINT/SIGTERM."""
+    stop = threading.Event()
     print(f"asap-ros view: {page.url}", flush=True)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    return stop
 
 
 def run(args: argparse.Namespace) -> int:
+    """Everything is loaded and checked first (a bad bag, spec or asset is an error naming it);
+    then the process lowers its priority and serves the page until SIGINT/SIGTERM."""
     from asap_ros.config.robot_description import load_robot_description
     from asap_ros.errors import ConfigError
-    from asap_ros.ros.deploy_node import resolve_policy_files
     from asap_ros.view.page import ViewPage
-    from asap_ros.view.reference import ReferencePoser, clips_of_policies
 
     if not args.rate_hz > 0:
         raise ConfigError(None, "--rate-hz", "must be positive", args.rate_hz)
     if not 0 <= args.nice <= 19:
         raise ConfigError(None, "--nice", "must be 0..19", args.nice)
-    os.nice(args.nice)
     scale = _temperature_scale(args.controller_config)
     description = load_robot_description(assets_dir=args.assets_dir)
-    stop = threading.Event()
     if args.bag is not None:
         from asap_ros.view.replay import ReplayView, load_session
 
         session = load_session(args.bag, args.assets_dir)
+        os.nice(args.nice)
         page = ViewPage(description, scale, args.host, args.port, f"asap-ros view {args.bag.name}")
         try:
             ReplayView(page, session, description.motor_joints)
-            _serve(page, stop)
-            stop.wait()
+            _serve(page).wait()
         finally:
             page.close()
         return 0
+    from asap_ros.ros.deploy_node import resolve_policy_files
     from asap_ros.view.live import LiveFeed, LiveTopics, run_live
+    from asap_ros.view.reference import ReferencePoser, clips_of_policies
 
     poser = ReferencePoser(clips_of_policies(resolve_policy_files(args.policies, "--policies"), args.assets_dir))
     topics = LiveTopics(args.domain, args.interface, args.mocap_topic, ros_domain=args.ros_domain)
+    os.nice(args.nice)
     page = ViewPage(description, scale, args.host, args.port, "asap-ros view (live)")
-    feed = LiveFeed(topics, poser)
     try:
-        _serve(page, stop)
-        run_live(page, feed, args.rate_hz, stop)
+        feed = LiveFeed(topics, poser)
+        try:
+            run_live(page, feed, args.rate_hz, _serve(page))
+        finally:
+            feed.close()
     finally:
-        feed.close()
         page.close()
     return 0
 

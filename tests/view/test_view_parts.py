@@ -82,3 +82,20 @@ def test_the_ghost_starts_where_the_robot_started(assets):
     assert start.q[19:22].tolist() == [0.0, 0.0, 0.0], "the wrists are not in ASAP's clips"
     raw = poser.clip_pose("kick_level1", 0.6)
     assert later.q == pytest.approx(raw.q), "alignment moves the root only"
+
+
+def test_view_of_a_folder_that_is_no_bag_names_it(tmp_path, capsys, assets):
+    from asap_ros.cli import main
+
+    assert main(["view", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path) in err and "metadata.yaml" in err
+
+
+@pytest.mark.parametrize("option,value", [("--rate-hz", "0"), ("--nice", "25")])
+def test_view_refuses_bad_options_naming_them(option, value, capsys):
+    from asap_ros.cli import main
+
+    assert main(["view", option, value]) == 2
+    assert f"{option}: must be" in capsys.readouterr().err
+

@@ -7,6 +7,7 @@ run under the team lock. Screenshots go to the test's tmp_path.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from asap_ros.testing.browser import ViewBrowser, region_change, robot_region_change
 from asap_ros.testing.view_process import ViewProcess
@@ -76,3 +77,25 @@ def test_replay_scrubs_to_the_episode_and_shows_its_poses(sim_session_bag, tmp_p
     finally:
         assert view.close() == 0, view.log_tail()
     assert np.isfinite(session.steps.q_measured).all()
+
+
+def test_replay_moments_of_a_recorded_session(sim_session_bag):
+    """The replay's data of a real recording: the timeline's moments show the recorded pose,
+    mode and phase, the plots the episode's steps against the clip."""
+    from asap_ros.export.bag import SessionBag
+    from asap_ros.view.replay import SessionMoments, load_session
+
+    session = load_session(sim_session_bag)
+    (episode,) = SessionBag(sim_session_bag).episodes()
+    moments = SessionMoments(session)
+    start_s = (episode.start_ns - session.start_ns) / 1e9
+    inside = moments.snapshot(start_s + 1.0)
+    assert inside.mode == "TRACKING" and inside.motion == "kick_level1" and inside.episode == 1
+    assert 0.0 < inside.phase < 1.0 and inside.reference is not None and inside.timing is not None
+    before = moments.snapshot(0.5)
+    assert before.mode != "TRACKING" and before.reference is None and before.phase is None
+    assert not np.allclose(inside.robot.q, moments.snapshot(start_s + 2.5).robot.q)
+    rows, title = moments.plot_rows(start_s + 1.0)
+    assert title == "episode 1: kick_level1" and len(rows) > 150
+    assert np.isfinite(moments.q_reference[rows]).all() and np.isfinite(session.steps.raw_action[rows]).all()
+    assert session.duration_s == pytest.approx((session.end_ns - session.start_ns) / 1e9)
