@@ -154,7 +154,7 @@ def _recorder_status(bag: Any) -> list[tuple[int, str]]:
         return []
     stamps, raws = bag.raw(topics.DIAGNOSTICS)
     out = []
-    for stamp, i in zip(stamps, range(len(raws))):
+    for i, stamp in enumerate(stamps):
         msg = bag.typestore.deserialize_cdr(raws[i], "diagnostic_msgs/msg/DiagnosticArray")
         out += [(int(stamp), s.message) for s in msg.status if s.name == "asap_recorder"]
     return out
