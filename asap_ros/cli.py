@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 
 # subcommand -> (module under asap_ros.commands, one-line help); keep heavy imports inside run()
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -24,19 +24,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import sys
 import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
+from record_session import cpu_seconds  # the sibling benchmark (benchmarks/ is the script's path)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from record_session import cpu_seconds  # noqa: E402
-from ros_e2e import System, node_process  # noqa: E402
-
-from asap_ros.dds import process_domain  # noqa: E402
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import System, node_process
 
 
 class PolicyStepReader:
@@ -47,8 +43,8 @@ class PolicyStepReader:
         from cyclonedds.sub import DataReader
         from cyclonedds.topic import Topic
 
-        from asap_ros.dds import participant
-        from asap_ros.dds_types import POLICY_STEP_TOPIC, PolicyStep_
+        from asap_ros.runtime.dds import participant
+        from asap_ros.runtime.step_topics import POLICY_STEP_TOPIC, PolicyStep_
 
         self.rows: list[tuple[int, bool, str, int]] = []
         self._lock = threading.Lock()

@@ -13,31 +13,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from ros_e2e import System, distribution_ms  # noqa: E402
-
-from asap_ros.dds import process_domain  # noqa: E402
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import System, distribution_ms, track_or_recover
 
 PERIOD_MS = 20.0
-
-
-def track_or_recover(system: System, faults: list[str], trials: int) -> bool:
-    """Start tracking; after a safety fault on the way, reset, stand and report False."""
-    try:
-        system.track()
-        return True
-    except AssertionError:
-        faults.append(system.ros.latched.get("/asap_deploy/fault", "?").split(" speed")[0])
-        if len(faults) > trials:
-            raise SystemExit(f"too many faults: {faults[-3:]}") from None
-        system.reset_and_stand()
-        return False
 
 
 def main() -> None:
@@ -60,7 +43,7 @@ def main() -> None:
             time.sleep(random.uniform(0.0, 0.5))
             writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
             sent, (ok, message) = system.ros.trigger_at("/asap_deploy/estop")
-            first = system.lowcmd.wait_for(lambda s: s.damping and s.writer == writer, sent, 5.0)
+            first = system.lowcmd.wait_for(lambda s, writer=writer: s.damping and s.writer == writer, sent, 5.0)
             if not ok or first is None:
                 raise SystemExit(f"trial {trial}: e-stop failed: {message}")
             latencies.append(first.stamp_ns - sent)

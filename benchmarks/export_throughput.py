@@ -1,6 +1,6 @@
 """Export throughput: how long ``asap-ros export`` takes for one hour of recorded session.
 
-Synthesises a session bag with the recorder's ``BagWriter`` (asap_ros.export.synthetic: 500 Hz
+Synthesises a session bag with the recorder's ``BagWriter`` (asap_ros.testing.synthetic_bags: 500 Hz
 LowState, 50 Hz actor steps and LowCmds, 200 Hz mocap, zstd chunks flushed every second),
 then exports every episode in all three formats in one process and prints the figures.
 Target: one hour of recording in under 60 s.
@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from asap_ros.config.robot import load_robot_model
 from asap_ros.export.exporter import export_bag
-from asap_ros.export.synthetic import PREPARE_S, SyntheticPlan, write_synthetic_session
-from asap_ros.robot import load_robot_model
+from asap_ros.testing.synthetic_bags import PREPARE_S, SyntheticPlan, write_synthetic_session
 
 EPISODE_S = 20.0
 HOLD_S = 4.0

@@ -2,7 +2,7 @@
 
 The real thing on one DDS domain on loopback: the MuJoCo G1 (``asap_sim``, in this process:
 LowState at 500 Hz, simulated mocap at 200 Hz), ``asap_deploy`` (50 Hz policy steps) and
-``asap_supervisor`` as processes (the bring-up of ``tests/ros_e2e.py``), and ``asap_recorder``
+``asap_supervisor`` as processes (the bring-up of :mod:`asap_ros.testing.ros_system`), and ``asap_recorder``
 started first. The deploy node runs ``--motion`` start -> track -> HOLD again and again for
 ``--duration`` seconds (default 600); then everything stops, the recorder last. Printed:
 
@@ -33,12 +33,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from ros_e2e import System, node_process  # noqa: E402
-
-from asap_ros.dds import process_domain
 from asap_ros.recording import topics as T
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import System, node_process
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BAG_NAME = "bench"
@@ -84,7 +81,7 @@ def wait_for_recorder(mocap: Any, timeout_s: float) -> None:
     are the recorder's): the publishers' first samples are then recorded too."""
     from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsSubscription
 
-    from asap_ros.dds import close_entity, participant
+    from asap_ros.runtime.dds import close_entity, participant
 
     dp = participant()
     reader = BuiltinDataReader(dp, BuiltinTopicDcpsSubscription)
@@ -154,7 +151,7 @@ def read_bag(bag: Path) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
     """Messages per topic read back with rosbags, the LowState ticks and the policy-step control ticks."""
     from rosbags.rosbag2 import Reader
 
-    from asap_ros.g1 import LOWSTATE_WIRE
+    from asap_ros.g1.layout import LOWSTATE_WIRE
     from asap_ros.recording.typestore import recording_typestore
 
     store = recording_typestore()
@@ -182,7 +179,7 @@ def per_message_costs(samples: int = 2000) -> dict[str, float]:
     (what a recorder built on the SDK's ChannelSubscriber, which hands out decoded objects, pays)."""
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
 
-    from asap_ros.g1 import LOWSTATE_LAYOUT, LOWSTATE_WIRE
+    from asap_ros.g1.layout import LOWSTATE_LAYOUT, LOWSTATE_WIRE
     from asap_ros.recording.bag_writer import BagWriter
 
     payload = LOWSTATE_WIRE.to_cdr(np.zeros((), dtype=LOWSTATE_LAYOUT))

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from asap_ros.summary import load_summary
+from asap_ros.sim.summary import load_summary
 
 ACTORS = ("CR7_level1", "kick_level1", "APT_level1")
 WEAK_KNEES_ACTOR = "kick_level1"
@@ -77,7 +77,7 @@ def main() -> int:
         print(line, flush=True)
     print()
     print("\n".join(lines))
-    print(f"\nLS: lock-step rollout, RT: real time over DDS; errors in mm (E_vel mm/frame, E_acc mm/frame^2).")
+    print("\nLS: lock-step rollout, RT: real time over DDS; errors in mm (E_vel mm/frame, E_acc mm/frame^2).")
     print(f"{sum(results)} of {len(results)} rows pass (no fall, RT E_mpjpe within {TOLERANCE:.0%} of LS). Runs: {out}")
     return 0 if all(results) else 1
 

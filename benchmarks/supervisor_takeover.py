@@ -15,18 +15,12 @@ import argparse
 import os
 import random
 import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from estop_latency import track_or_recover  # noqa: E402
-from ros_e2e import System, distribution_ms  # noqa: E402
-
-from asap_ros.dds import process_domain  # noqa: E402
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import System, distribution_ms, track_or_recover
 
 TARGET_MS = 50.0
 
@@ -47,18 +41,16 @@ def main() -> None:
         released_at = 0
         for trial in range(args.trials):
             if trial:
-                system.start_deploy()
-                if not system.ros.spin_until(lambda: system.ros.trigger("/asap_supervisor/reset")[0], 10.0):
-                    raise SystemExit(f"trial {trial}: supervisor reset refused")
-                released_at = time.time_ns() + 100_000_000  # samples already in flight at the reset
-                system.stand()
+                system.start_deploy("DAMPING")  # started under the takeover
+                system.hand_back_and_stand()
+                released_at = time.time_ns()
             while not track_or_recover(system, faults, args.trials):
                 pass
             time.sleep(random.uniform(0.2, 0.7))
             writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
             stopped_at = time.time_ns()
             os.kill(system.deploy.pid, getattr(signal, f"SIG{args.signal}"))
-            takeover = system.lowcmd.wait_for(lambda s: s.writer != writer and s.damping, stopped_at, 5.0)
+            takeover = system.lowcmd.wait_for(lambda s, writer=writer: s.writer != writer and s.damping, stopped_at, 5.0)
             if takeover is None:
                 raise SystemExit(f"trial {trial}: no supervisor damping")
             latencies.append(takeover.stamp_ns - stopped_at)

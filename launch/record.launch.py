@@ -4,7 +4,6 @@
     ROS_DOMAIN_ID=7 ros2 launch asap_ros record.launch.py sim:=true network_interface:=lo dds_domain:=7 mocap_mode:=topic
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.conditions import IfCondition, UnlessCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
@@ -12,6 +11,8 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
 
 
 def generate_launch_description() -> LaunchDescription:

@@ -1,4 +1,4 @@
-"""Shared fixtures: the ASAP assets and an isolated DDS domain per test."""
+"""Shared fixtures: the ASAP assets and an isolated DDS domain per test process."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from asap_ros.assets import asset_root
+from asap_ros.config.assets import asset_root
+
 
 @pytest.fixture(scope="session")
 def assets() -> Path:
@@ -20,27 +21,15 @@ def dds_domain() -> int:
     """This test process's own DDS domain id (1..200), so concurrent runs never cross-talk.
 
     unitree_sdk2py's channel factory is process-global: one domain per process. Tests that
-    need a second domain start a subprocess.
+    need a second domain start a subprocess. Only end-to-end tests (``tests/e2e/``) may use it.
     """
     return 1 + os.getpid() % 200
 
 
-@pytest.fixture(scope="session")
-def realtime_controller_config(tmp_path_factory) -> Path:
-    """The package controller config, but 50 consecutive late steps before a fault instead of 5:
-    the real-time end-to-end test runs on a shared 2-core machine whose stalls (simulator and
-    control process on the same cores) trip the late-step fault; that fault has its own tests.
-    (The gap and metrics sessions keep the default: a stalled run faults and is run again,
-    since a degraded run would skew the figures they check.)"""
-    import yaml
-
-    from asap_ros.paths import config_file
-
-    data = yaml.safe_load(config_file("controller.yaml").read_text())
-    data["safety"]["max_consecutive_late_steps"] = 50
-    path = tmp_path_factory.mktemp("controller") / "controller_realtime_tests.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test outside ``tests/e2e/`` that asks for DDS fails: it would slip into the fast tier."""
+    if "dds_domain" in getattr(item, "fixturenames", ()) and item.get_closest_marker("e2e") is None:
+        pytest.fail(f"{item.nodeid} uses DDS (dds_domain): move it to tests/e2e/", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +40,7 @@ def sim_session_bag(tmp_path_factory, realtime_controller_config) -> Path:
     import subprocess
     import sys
 
-    from asap_ros.paths import policies_dir, share_dir
+    from asap_ros.config.paths import policies_dir, share_dir
 
     folder = tmp_path_factory.mktemp("sim_session")
     command = [sys.executable, "-m", "asap_ros.cli", "sim", "--policy", str(policies_dir() / "kick_level1.yaml"),
@@ -64,6 +53,24 @@ def sim_session_bag(tmp_path_factory, realtime_controller_config) -> Path:
 
 
 _exit_status = 0
+_STATE = os.environ.get("ASAP_TEST_STATE")
+"""Folder where scripts/test finds the running test and the fault handler's output after a crash."""
+
+
+def pytest_configure(config) -> None:
+    """Fault-handler tracebacks of every thread go to a file that survives a crash (pytest's own
+    handler writes to a stderr that a crashed run may never flush)."""
+    if _STATE:
+        import faulthandler
+
+        config._asap_faulthandler_log = open(os.path.join(_STATE, "faulthandler.log"), "w")  # noqa: SIM115
+        faulthandler.enable(file=config._asap_faulthandler_log, all_threads=True)
+
+
+def pytest_runtest_logstart(nodeid, location) -> None:
+    if _STATE:
+        with open(os.path.join(_STATE, "current-test"), "w") as file:
+            file.write(nodeid)
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:

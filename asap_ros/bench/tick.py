@@ -20,14 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.actor import OnnxActor
-from asap_ros.clip import load_clip
-from asap_ros.g1 import LowCmdEncoder, decode_lowstate_cdr, lowcmd_crc_ok
-from asap_ros.paths import policies_dir
-from asap_ros.policy import PolicyRunner
-from asap_ros.policy_spec import load_policy_spec
-from asap_ros.robot import load_robot_model
-from asap_ros.state import NUM_MOTORS, JointCommand
+from asap_ros.config.clip import load_clip
+from asap_ros.config.paths import policies_dir
+from asap_ros.config.policy_spec import load_policy_spec
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.policy import PolicyRunner
+from asap_ros.core.quaternion import body_rates, xyzw_to_wxyz
+from asap_ros.core.state import NUM_MOTORS, JointCommand
+from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
+from asap_ros.g1.sdk import lowcmd_crc_ok
+from asap_ros.runtime.actor import OnnxActor
 
 TARGET_P99_US = 150.0
 STAGES = ("decode LowState_", "observation + targets", "inference (ONNX Runtime)", "encode LowCmd_ + CRC")
@@ -50,16 +52,6 @@ class TimedActor:
         return action
 
 
-def _body_rates(quat_wxyz: np.ndarray, fps: float) -> np.ndarray:
-    """Body-frame angular velocity between consecutive orientations (last row repeated)."""
-    w0, v0 = quat_wxyz[:-1, :1], quat_wxyz[:-1, 1:]
-    w1, v1 = quat_wxyz[1:, :1], quat_wxyz[1:, 1:]
-    rel_w = w0 * w1 + np.sum(v0 * v1, axis=1, keepdims=True)  # conj(q0) * q1
-    rel_v = w0 * v1 - w1 * v0 - np.cross(v0, v1)
-    rates = 2.0 * np.sign(rel_w) * rel_v * fps
-    return np.vstack([rates, rates[-1:]])
-
-
 def motion_lowstates(runner: PolicyRunner, seed: int = 0) -> list[bytes]:
     """One raw ``LowState_`` sample (XCDR1, valid CRC, serialised by the SDK) per control step
     of the runner's motion."""
@@ -74,8 +66,9 @@ def motion_lowstates(runner: PolicyRunner, seed: int = 0) -> list[bytes]:
     q[:, spec.driven_indices] = clip.dof[frames]
     dq = np.zeros_like(q)
     dq[:, spec.driven_indices] = np.gradient(clip.dof, axis=0)[frames] * clip.fps
-    quat = clip.root_quat_xyzw[frames][:, [3, 0, 1, 2]]
-    gyro = _body_rates(clip.root_quat_xyzw[:, [3, 0, 1, 2]], clip.fps)[frames]
+    quat = xyzw_to_wxyz(clip.root_quat_xyzw[frames])
+    rates = body_rates(xyzw_to_wxyz(clip.root_quat_xyzw), clip.fps)
+    gyro = np.vstack([rates, rates[-1:]])[frames]  # the last frame keeps the last rate
     crc = CRC()
     samples = []
     for k in range(steps):

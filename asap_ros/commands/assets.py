@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from asap_ros import assets
+from asap_ros.config import assets
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def resolve_spec_path(spec: str) -> Path:
     """A path as given if it exists, else ``policies/<spec>.yaml`` of the package."""
-    from asap_ros.paths import policies_dir
+    from asap_ros.config.paths import policies_dir
 
     path = Path(spec)
     if path.exists() or path.suffix in (".yaml", ".yml"):
@@ -27,9 +27,9 @@ def resolve_spec_path(spec: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from asap_ros.actor import OnnxActor
-    from asap_ros.policy_spec import load_policy_spec
-    from asap_ros.robot import load_robot_model
+    from asap_ros.config.policy_spec import load_policy_spec
+    from asap_ros.config.robot import load_robot_model
+    from asap_ros.runtime.actor import OnnxActor
 
     robot = load_robot_model(args.robot)
     spec = load_policy_spec(resolve_spec_path(args.spec), robot, args.assets_dir)

@@ -16,11 +16,12 @@ import os
 import time
 from typing import Any
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 
 ACTIONS = ("stand", "start", "stop", "estop", "reset", "status")
 SUPERVISOR_WAIT_S = 2.0
 """How long ``reset`` and ``estop`` look for the supervisor (it is optional)."""
+HANDBACK_WAIT_S = 1.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -162,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             supervisor = f"/{client.supervisor}/reset"
             if client.find_client(supervisor, SUPERVISOR_WAIT_S) is not None:
                 _report("supervisor reset", client.call(supervisor))
-            return _report("reset", client.call(f"/{client.deploy}/reset"))
+            return _report("reset", _reset_deploy(client))
         if args.action == "start":
             return _report(f"start {args.motion or '(default motion)'}", client.call(client.start_service(args.motion)))
         return _report(args.action, client.call(f"/{client.deploy}/{args.action}"))
@@ -171,15 +172,46 @@ def run(args: argparse.Namespace) -> int:
         rclpy.try_shutdown()
 
 
+def _reset_deploy(client: OperatorClient) -> tuple[bool, str]:
+    """The deploy node's Reset; while it has not yet heard that the supervisor handed rt/lowcmd
+    back (a control period or two after the supervisor's reset), asked again for up to 1 s."""
+    deadline = time.monotonic() + HANDBACK_WAIT_S
+    while True:
+        result = client.call(f"/{client.deploy}/reset")
+        if result[0] or "reset the supervisor first" not in result[1] or time.monotonic() > deadline:
+            return result
+        time.sleep(0.02)
+
+
 def _estop(client: OperatorClient) -> int:
-    """E-stop through the deploy node and the supervisor, whichever answer; error if neither."""
+    """E-stop through the supervisor and the deploy node at once: each call goes out as soon as
+    its service is found, neither waits for the other; error if neither answered."""
+    import rclpy
+    from std_srvs.srv import Trigger
+
+    names = (f"/{client.supervisor}/estop", f"/{client.deploy}/estop")
+    clients = {name: client.node.create_client(Trigger, name) for name in names}
+    futures: dict[str, Any] = {}
+    deadline = time.monotonic() + min(client.timeout_s, SUPERVISOR_WAIT_S) + client.timeout_s
+    find_until = time.monotonic() + min(client.timeout_s, SUPERVISOR_WAIT_S)
+    while time.monotonic() < deadline:
+        for name, trigger in clients.items():
+            if name not in futures and trigger.service_is_ready() and time.monotonic() < find_until:
+                futures[name] = trigger.call_async(Trigger.Request())
+        searching = time.monotonic() < find_until and len(futures) < len(clients)
+        if not searching and all(future.done() for future in futures.values()):
+            break
+        rclpy.spin_once(client.node, timeout_sec=0.01)
     answered = 0
-    for name in (f"/{client.deploy}/estop", f"/{client.supervisor}/estop"):
-        try:
-            _report(f"estop via {name}", client.call(name, wait_s=min(client.timeout_s, SUPERVISOR_WAIT_S)))
+    for name in names:
+        future = futures.get(name)
+        if future is None:
+            print(f"estop via {name}: service not available")
+        elif not future.done():
+            print(f"estop via {name}: no answer within {client.timeout_s:g} s")
+        else:
             answered += 1
-        except AsapError as exc:
-            print(f"estop via {name}: {exc}")
+            _report(f"estop via {name}", (future.result().success, future.result().message))
     if not answered:
         raise AsapError("e-stop reached neither the deploy node nor the supervisor: use the remote or power off")
     return 0

@@ -37,16 +37,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "repeatable (default: asap)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("export"), help="output directory (default %(default)s)")
     parser.add_argument("--clip", default=None, help="clip the episodes tracked (default: from the session)")
+    parser.add_argument("--action", choices=("raw", "executed"), default="raw",
+                        help="what fills the action key: the actor's raw output (ASAP's convention, default) or the "
+                             "raw-equivalent of the target the robot executed after the joint-limit clamp")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
+    from asap_ros.export.actions import clamp_lines
     from asap_ros.export.exporter import export_bag
     from asap_ros.export.parallel import run_per_bag
 
     jobs = jobs_for(args)
     job = partial(export_bag, out_dir=args.out, formats=args.formats or ["asap"], episodes=args.episode,
                   clip=args.clip, mocap_topic=args.mocap_topic, mocap_filter_ms=args.mocap_filter_ms,
-                  progress=None if jobs == 1 else False)  # fmt: skip
+                  progress=None if jobs == 1 else False, action=args.action)  # fmt: skip
     failed = 0
     for outcome in run_per_bag(job, args.bags, jobs, "export"):
         if outcome.error is not None:
@@ -58,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
             flag = f"CUT SHORT ({e.outcome})" if e.cut_short else e.outcome
             print(f"{Path(e.bag).name} episode {e.episode} {e.motion}: {e.actor_steps} ticks, {flag}; "
                   f"root from {e.root_source}; largest sync error {error:.2f} ms ({stream})")  # fmt: skip
+            for line in clamp_lines(e.clamped):
+                print(f"  {line}")
             for note in e.notes:
                 print(f"  note: {note}")
             for file in e.files:

@@ -2,7 +2,7 @@
 
 No DDS and no clock: each control step reads the simulator's LowState (encoded and decoded
 through the same hg wire layout, noise and float32 rounding as ``asap_sim`` publishes it),
-runs the :class:`~asap_ros.controller.Controller` on it, hands the encoded LowCmd to the
+runs the :class:`~asap_ros.core.controller.Controller` on it, hands the encoded LowCmd to the
 simulated motors and advances the physics by one control period. The operator script, the
 robot profile and the summary are those of ``asap-ros sim``, so this is the ideal yardstick
 for the real-time run (zero latency, no lost samples) and the place to debug observations
@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from asap_ros.commands.sim import add_run_arguments, output_dir, policy_path, started_at
+from asap_ros.g1.codec import LowCmdEncoder, state_from_record
+from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_WIRE
 
 CONTROL_DT_S = 0.02
 
@@ -37,20 +39,18 @@ class LockstepG1:
     """The simulated G1 of ``asap_sim`` (same physics, motors, profile, wire format), stepped by the caller."""
 
     def __init__(self, profile: str, assets_dir: str | Path | None = None):
-        from asap_ros import g1
         from asap_ros.sim.config import load_sim_config
         from asap_ros.sim.simulator import Simulator
 
         config = load_sim_config()
         config = dataclasses.replace(config, profile=profile, mocap=dataclasses.replace(config.mocap, rate_hz=0.0))
-        self._g1 = g1
         self.sim = Simulator(config, domain=0, assets_dir=assets_dir)  # parts only: start() (DDS) is never called
         self.config = config
         self.physics = self.sim.physics
         self._substeps = round(CONTROL_DT_S * config.physics_rate_hz)
         self._tau = np.zeros(len(self.physics.effort_limit))
         self._enabled = np.zeros(len(self._tau), dtype=bool)
-        self._cmd_encoder = g1.LowCmdEncoder()
+        self._cmd_encoder = LowCmdEncoder()
         self.commands = 0
 
     @property
@@ -61,10 +61,10 @@ class LockstepG1:
         """The LowState the robot would publish now, decoded as the runtime decodes it."""
         reading = self.sim.reading(self._tau, self._enabled)
         payload = self.sim.lowstate.encode(round(self.physics.time * 1000), reading)
-        return self._g1.state_from_record(self._g1.LOWSTATE_WIRE.from_cdr(payload), self.now_ns)
+        return state_from_record(LOWSTATE_WIRE.from_cdr(payload), self.now_ns)
 
     def pose(self):
-        from asap_ros.tracking import BodyPose
+        from asap_ros.tracking.evaluation import BodyPose
 
         physics = self.physics
         return BodyPose(physics.pelvis_pos(), physics.pelvis_quat_wxyz(), physics.q().copy())
@@ -74,7 +74,7 @@ class LockstepG1:
         from asap_ros.sim.bridge import motor_command
 
         payload = self._cmd_encoder.encode_cdr(command, self.config.mode_machine)
-        record = self._g1.LOWCMD_WIRE.from_cdr(payload)
+        record = LOWCMD_WIRE.from_cdr(payload)
         self.sim.gate.push(motor_command(record["motor_cmd"][: len(self._tau)]), self.now_ns)
         self.commands += 1
 
@@ -102,10 +102,10 @@ class LockstepG1:
 
 
 def run(args: argparse.Namespace) -> int:
-    from asap_ros.errors import RejectedRequest
-    from asap_ros.session import COMPLETED, BandAction, OperatorScript, prepare_run
-    from asap_ros.summary import format_result, summarize_run, write_summary
-    from asap_ros.tracking import RunTrace
+    from asap_ros.core.errors import RejectedRequest
+    from asap_ros.sim.session import COMPLETED, BandAction, OperatorScript, prepare_run
+    from asap_ros.sim.summary import format_result, summarize_run, write_summary
+    from asap_ros.tracking.evaluation import RunTrace
 
     setup = prepare_run(policy_path(args.policy), args.onnx, args.clip, args.stand_up_s,
                         controller_config=args.controller_config)

@@ -2,9 +2,9 @@
 
 ``asap_sim`` runs as a separate process (physics and control do not share a GIL, as on the
 real robot), on this run's own DDS domain on loopback. This process runs the
-:class:`~asap_ros.control_loop.ControlLoop` (50 Hz, absolute deadlines) on ``rt/lowstate`` /
+:class:`~asap_ros.runtime.control_loop.ControlLoop` (50 Hz, absolute deadlines) on ``rt/lowstate`` /
 ``rt/lowcmd``, follows the simulator's ground truth, drives the state machine with the
-:class:`~asap_ros.session.OperatorScript` and writes the run's summary JSON. ``--record``
+:class:`~asap_ros.sim.session.OperatorScript` and writes the run's summary JSON. ``--record``
 adds the ``asap_recorder`` process.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from asap_ros.session import OperatorScript, RunSetup
+    from asap_ros.sim.session import OperatorScript, RunSetup
 
 DEFAULT_POLICY = "CR7_level1.yaml"
 SIM_READY_TIMEOUT_S = 30.0
@@ -79,7 +79,7 @@ def started_at() -> str:
 
 
 def policy_path(policy: Path | None) -> Path:
-    from asap_ros.paths import policies_dir
+    from asap_ros.config.paths import policies_dir
 
     return policy if policy is not None else policies_dir() / DEFAULT_POLICY
 
@@ -98,7 +98,7 @@ class GroundTruthBuffer:
         self._cond = threading.Condition()
         self.received = 0
 
-    def on_payload(self, payload: bytes, _stamp_ns: int) -> None:
+    def on_payload(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         """RawReader handler (DDS thread)."""
         tick = self.TICK.unpack_from(payload, 4)[0]
         with self._cond:
@@ -109,11 +109,11 @@ class GroundTruthBuffer:
             self._cond.notify_all()
 
     def get(self, tick: int, timeout_s: float):
-        """The :class:`~asap_ros.tracking.BodyPose` published with LowState ``tick``; ``None`` if it did not arrive."""
+        """The :class:`~asap_ros.tracking.evaluation.BodyPose` published with LowState ``tick``; ``None`` if it did not arrive."""
         import numpy as np
 
         from asap_ros.sim.dds_types import GroundTruth_
-        from asap_ros.tracking import BodyPose
+        from asap_ros.tracking.evaluation import BodyPose
 
         with self._cond:
             self._cond.wait_for(lambda: tick in self._payloads, timeout=timeout_s)
@@ -154,7 +154,7 @@ def _start_recorder(directory: Path, domain: int, out_dir: Path) -> subprocess.P
     """``asap_recorder`` (rclpy node) on this run's domain, bags under ``directory``."""
     import importlib.util
 
-    from asap_ros.errors import AsapError
+    from asap_ros.core.errors import AsapError
 
     if importlib.util.find_spec(RECORDER_MODULE) is None:
         raise AsapError(f"--record: asap_recorder is not part of this installation ({RECORDER_MODULE})")
@@ -183,7 +183,7 @@ class RealTimeRun:
     loop, the ground-truth trace; ``with`` closes all of it, processes last."""
 
     def __init__(self, args: argparse.Namespace, setup: RunSetup, out_dir: Path, rt_priority: int, priority_note: str | None):
-        from asap_ros.tracking import RunTrace
+        from asap_ros.tracking.evaluation import RunTrace
 
         self.args, self.setup, self.out_dir = args, setup, out_dir
         self.rt_priority, self.priority_note = rt_priority, priority_note
@@ -202,13 +202,10 @@ class RealTimeRun:
         return self
 
     def _start(self) -> None:
-        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
-
-        from asap_ros import dds
-        from asap_ros.control_loop import ControlLoop
+        from asap_ros.runtime import dds
+        from asap_ros.runtime.wiring import DdsControl
         from asap_ros.sim.control import SimControlClient
         from asap_ros.sim.dds_types import GROUND_TRUTH_TOPIC, GroundTruth_
-        from asap_ros.sim.simulator import LOWCMD_TOPIC, LOWSTATE_TOPIC
 
         args, recording = self.args, self.args.record is not None
         domain = dds.process_domain()
@@ -217,20 +214,13 @@ class RealTimeRun:
             self.processes.append(_start_recorder(args.record, domain, self.out_dir))
         if self.rt_priority:  # after the children (they must not inherit it), before any thread of ours
             _raise_priority(self.rt_priority - 1)
-        dds.init_channels(domain, "lo")
-        lowcmd = dds.RawWriter(LOWCMD_TOPIC, LowCmd_)
-        self._closers.append(lowcmd)
-        lowstate = dds.PolledReader(LOWSTATE_TOPIC, LowState_)  # read by the control thread itself
-        self.loop = ControlLoop(self.setup.controller, lowcmd.write, realtime_priority=self.rt_priority, states=lowstate)
-        self._closers += [lowstate, dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload)]
+        # publish_steps: the same samples asap_deploy publishes, for asap_recorder
+        control = DdsControl(self.setup.controller, domain, "lo", publish_steps=recording,
+                             realtime_priority=self.rt_priority)
+        self._closers.append(control)
+        self.loop = control.loop
+        self._closers.append(dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload))
         self.loop.add_sink(self._trace_step)
-        if recording:
-            from asap_ros.dds_types import PolicyStepPublisher
-
-            publisher = PolicyStepPublisher()  # the same samples asap_deploy publishes, for asap_recorder
-            self._closers.append(publisher)
-            controller = self.setup.controller
-            self.loop.add_sink(lambda record: publisher.publish_record(record, controller.motion or ""))
         _wait_for_simulator(self.loop, self.processes[0], self.out_dir)
         if recording:
             time.sleep(RECORDER_READY_S)
@@ -245,8 +235,8 @@ class RealTimeRun:
 
     def operate(self) -> tuple[OperatorScript, float]:
         """Run the operator script to its end; returns it and the run's duration in seconds."""
-        from asap_ros.errors import RejectedRequest
-        from asap_ros.session import BandAction, OperatorScript
+        from asap_ros.core.errors import RejectedRequest
+        from asap_ros.sim.session import BandAction, OperatorScript
 
         script, controller, simulator = OperatorScript(self.setup.plan), self.setup.controller, self.processes[0]
         t0 = time.monotonic()
@@ -286,13 +276,13 @@ class RealTimeRun:
 
 def run(args: argparse.Namespace) -> int:
     if args.video is not None:
-        from asap_ros.video import select_gl_backend
+        from asap_ros.sim.video import select_gl_backend
 
         select_gl_backend()  # before anything imports mujoco
-    from asap_ros.errors import ConfigError
-    from asap_ros.session import COMPLETED, prepare_run
+    from asap_ros.core.errors import ConfigError
     from asap_ros.sim.profile import load_profile
-    from asap_ros.summary import format_result, summarize_run, write_summary
+    from asap_ros.sim.session import COMPLETED, prepare_run
+    from asap_ros.sim.summary import format_result, summarize_run, write_summary
 
     if args.rt_priority != 0 and not 2 <= args.rt_priority <= 99:
         raise ConfigError(None, "--rt-priority", "must be 0 (normal scheduling) or a SCHED_FIFO priority 2..99", args.rt_priority)
@@ -334,7 +324,7 @@ def _raise_priority(priority: int) -> None:
 
 
 def _wait_for_simulator(loop, process: subprocess.Popen, out_dir: Path) -> None:
-    from asap_ros.errors import AsapError
+    from asap_ros.core.errors import AsapError
 
     deadline = time.monotonic() + SIM_READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -355,9 +345,9 @@ def _read_sim_stats(path: Path) -> dict[str, Any]:
 
 def _render(video: Path, trace) -> dict[str, str]:
     """Render the run; a missing GL context is reported (stderr and summary), not fatal."""
-    from asap_ros.assets import asset_path
+    from asap_ros.config.assets import asset_path
     from asap_ros.sim.config import load_sim_config
-    from asap_ros.video import VideoError, render_video
+    from asap_ros.sim.video import VideoError, render_video
 
     try:
         return {"video": str(render_video(asset_path(load_sim_config().model), trace.qpos(), video, step_dt=0.02))}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 import threading
 from pathlib import Path
 
@@ -41,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _temperature_scale(path: Path | None):
-    from asap_ros.controller import load_controller_config
+    from asap_ros.config.controller import load_controller_config
     from asap_ros.view.page import TemperatureScale
 
     safety = load_controller_config(path).safety
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     """Everything is loaded and checked first (a bad bag, spec or asset is an error naming it);
     then the process lowers its priority and serves the page until SIGINT/SIGTERM."""
     from asap_ros.config.robot_description import load_robot_description
-    from asap_ros.errors import ConfigError
+    from asap_ros.core.errors import ConfigError
     from asap_ros.view.page import ViewPage
 
     if not args.rate_hz > 0:
@@ -82,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             page.close()
         return 0
-    from asap_ros.ros.deploy_node import resolve_policy_files
+    from asap_ros.config.policy_spec import resolve_policy_files
     from asap_ros.view.live import LiveFeed, LiveTopics, run_live
     from asap_ros.view.reference import ReferencePoser, clips_of_policies
 
@@ -99,9 +98,3 @@ def run(args: argparse.Namespace) -> int:
     finally:
         page.close()
     return 0
-
-
-if __name__ == "__main__":
-    from asap_ros.cli import main
-
-    sys.exit(main(["view", *sys.argv[1:]]))

@@ -23,8 +23,8 @@ from urllib.request import url2pathname
 
 import numpy as np
 
-from asap_ros.assets import asset_path
-from asap_ros.errors import ConfigError
+from asap_ros.config.assets import asset_path
+from asap_ros.core.errors import ConfigError
 
 URDF_ASSET = "robots/g1/g1_29dof_anneal_23dof.urdf"
 MOVING_TYPES = ("revolute", "continuous")
@@ -203,7 +203,7 @@ def load_robot_description(
     """ASAP's G1 URDF from the asset folder, prepared for viewers (motor joints default:
     the package robot model's 29)."""
     if motor_joints is None:
-        from asap_ros.robot import load_robot_model
+        from asap_ros.config.robot import load_robot_model
 
         motor_joints = load_robot_model().joint_names
     return RobotDescription(asset_path(URDF_ASSET, assets_dir), motor_joints)

@@ -5,6 +5,6 @@ decoding), :mod:`.bag` (episodes and their streams), :mod:`.episode` (the data m
 Control ticks: :mod:`.resample`, :mod:`.align`. Writers: :mod:`.asap_clip`, :mod:`.npz_log`,
 :mod:`.delta` (with :mod:`.pose_aa`, :mod:`.formats`), driven by :mod:`.exporter`.
 :mod:`.episode_metrics` (``asap-ros metrics``), :mod:`.gap` + :mod:`.gap_report` (``asap-ros gap``),
-:mod:`.clips`, :mod:`.progress`, :mod:`.parallel`; test data: :mod:`.synthetic`,
-:mod:`.sim_sessions`. Formats and methods: ``docs/export.md``.
+:mod:`.clips`, :mod:`.progress`, :mod:`.parallel` (test data: :mod:`asap_ros.testing`).
+Formats and methods: ``docs/export.md``.
 """

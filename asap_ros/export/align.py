@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.quaternion import quat_conjugate, quat_multiply, quat_rotate
 from asap_ros.export.episode import RecordedEpisode, Stream
 from asap_ros.export.resample import bracket, continuous_hemisphere, interpolate, local_fit, nearest, slerp
-from asap_ros.kinematics import quat_conjugate, quat_multiply, quat_rotate
 
 GRAVITY_DIRECTION = np.array([0.0, 0.0, -1.0])
 ROOT_FROM_MOCAP = "mocap"

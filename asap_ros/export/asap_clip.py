@@ -1,12 +1,16 @@
-"""``--format asap``: the delta-action trainer's clip pickle.
+"""``--format asap``: the delta-action trainer's motion pickle, rows as ASAP saves its own.
 
-``{clip_name: {root_trans_offset (T,3) float32, root_rot (T,4) float64 x,y,z,w, dof (T,23)
-float32, pose_aa (T,27,3) float32, fps int, action (T,23) float32}}`` sampled at the control
-ticks (fps = control rate), dtypes as in ASAP's shipped clips. Root pose from motion capture,
-joints from the robot, ``action`` the raw actor output of the same tick.
+ASAP saves a motion after every physics step (``motions_for_saving``,
+``humanoidverse/envs/motion_tracking/motion_tracking.py`` lines 81-82 and 488-538 at commit
+91df82c): row i holds the state reached by step i, the action of step i that led there, the
+actor observation of that state and its motion time. Here row i is transition i of
+:mod:`asap_ros.export.pairing`: the state and observation of actor step i + 1 with the action
+of step i. ``{key: {...}}`` holds every key of ``motions_for_saving`` in its dtype (float32;
+``terminate`` int64; ``fps`` a float, ``1 / dt``) plus ``action_executed``; root velocities in
+the world frame, root pose from motion capture, joints from the robot.
 
-Written as a plain pickle (protocol 4) of dicts, numpy arrays and an int: no joblib records,
-so :func:`asap_ros.clip.load_pickle_restricted` (numpy only) and ``joblib.load`` both read it.
+Written as a plain pickle (protocol 4) of dicts, numpy arrays and a float: no joblib records,
+so :func:`asap_ros.config.clip.load_pickle_restricted` (numpy only) and ``joblib.load`` both read it.
 Arrays are referenced as ``numpy.core.multiarray._reconstruct``, the name numpy 1.x (ASAP's
 Python 3.8 training environment) and numpy 2.x both resolve.
 """
@@ -20,8 +24,10 @@ from pathlib import Path
 import numpy as np
 from numpy._core import multiarray as _multiarray
 
+from asap_ros.core.quaternion import quat_rotate
 from asap_ros.export.align import AlignedEpisode
 from asap_ros.export.formats import ExportContext
+from asap_ros.export.pairing import transitions
 from asap_ros.export.pose_aa import pose_aa
 
 SUFFIX = ".pkl"
@@ -42,17 +48,29 @@ class _PortablePickler(pickle._Pickler):
 
 
 def clip_fields(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, object]:
-    """The trainer's clip entry of one episode (mocap root position required)."""
+    """The trainer's motion entry of one episode (mocap root position required)."""
     root_pos = aligned.require_root_position("the asap clip format (root_trans_offset)")
-    dof = aligned.q[:, ctx.driven_motors]
-    return {
-        "root_trans_offset": root_pos.astype(np.float32),
-        "root_rot": aligned.root_quat_wxyz[:, [1, 2, 3, 0]].astype(np.float64),
-        "dof": dof.astype(np.float32),
-        "pose_aa": pose_aa(aligned.root_quat_wxyz, dof, ctx.joint_axes).astype(np.float32),
-        "fps": ctx.fps,
-        "action": aligned.raw_action.astype(np.float32),
+    rows = transitions(aligned, continuous=True)
+    state, step = rows.result, rows.action
+    quat = aligned.root_quat_wxyz[state]
+    dof = aligned.q[state][:, ctx.driven_motors].astype(np.float32)
+    action, executed = ctx.actions(aligned.raw_action[step], aligned.q_target[step])
+    fields = {
+        "root_trans_offset": root_pos[state],
+        "pose_aa": pose_aa(quat, dof, ctx.joint_axes),
+        "dof": dof,
+        "root_rot": quat[:, [1, 2, 3, 0]],
+        "actor_obs": aligned.obs[state],
+        "action": action,
+        "terminate": rows.terminate,
+        "root_lin_vel": aligned.root_lin_vel_world[state],
+        "root_ang_vel": quat_rotate(quat, aligned.root_ang_vel_body[state]),
+        "dof_vel": aligned.dq[state][:, ctx.driven_motors],
+        "motion_times": ctx.facts.motion_times(aligned.tick[state]),
+        "action_executed": executed,
     }
+    arrays = {k: v if k == "terminate" else np.asarray(v, dtype=np.float32) for k, v in fields.items()}
+    return {**arrays, "fps": ctx.facts.fps}
 
 
 def write_pickle(data: object, path: Path) -> None:
@@ -64,7 +82,10 @@ def write_pickle(data: object, path: Path) -> None:
 
 
 def write_asap_clip(aligned: AlignedEpisode, stem: Path, ctx: ExportContext) -> Path:
-    """``<stem>.pkl`` holding ``{stem.name: clip_fields(...)}``."""
+    """``<stem>.pkl`` holding ``{stem.name: clip_fields(...)}`` (``stem.name`` has no dot: the key
+    ASAP's directory loader derives from the file name, the name cut at its first dot)."""
+    if "." in stem.name:
+        raise ValueError(f"clip stem {stem.name!r} has a dot: ASAP would key the file {stem.name.split('.')[0]!r}")
     path = stem.with_name(stem.name + SUFFIX)
     write_pickle({stem.name: clip_fields(aligned, ctx)}, path)
     return path

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.state import NUM_MOTORS
 from asap_ros.export.cdr_columns import RawMessages, decode_columns
 from asap_ros.export.episode import COMPLETED, PolicySteps, RecordedEpisode, Stream
 from asap_ros.export.mcap_index import McapIndex
@@ -32,7 +33,6 @@ from asap_ros.export.resample import nearest
 from asap_ros.recording import topics
 from asap_ros.recording.episodes import Episode
 from asap_ros.recording.metadata import METADATA_FILE
-from asap_ros.state import NUM_MOTORS
 
 TRACKING = "TRACKING"
 DAMPING = "DAMPING"
@@ -40,6 +40,7 @@ READ_MARGIN_NS = 100_000_000
 """Samples read on each side of an episode (interpolation needs a neighbour beyond each end)."""
 MOCAP_LOG_MARGIN_NS = 1_000_000_000
 """Mocap is logged after capture (latency); read this much more by log time, then select by stamp."""
+FAULT_LATCHED = "fault_latched"
 STEP_MATCH_NS = 10_000_000
 """A LowCmd logged within half a control period of a step's write stamp is that step's command."""
 
@@ -48,14 +49,15 @@ class SessionBag:
     """A recorded session opened for reading; use as a context manager."""
 
     def __init__(self, path: str | Path, mocap_topic: str = topics.MOCAP_POSE):
-        from asap_ros.recording.typestore import recording_typestore
+        from asap_ros.recording.typestore import bag_typestore
 
         self.path = Path(path)
         if self.path.is_file() and self.path.suffix == ".mcap":
             self.path = self.path.parent
         self.mocap_topic = mocap_topic
-        self.typestore = recording_typestore()
         self.index = McapIndex(self._files())
+        self.typestore = bag_typestore(self.index.definitions())
+        """Our types as this bag defines them (an older recording keeps its own layout)."""
 
     def _files(self) -> list[Path]:
         metadata = self.path / METADATA_FILE
@@ -202,6 +204,8 @@ class SessionBag:
             lowcmd=lowcmd,
             mocap=mocap.between(lo, hi) if mocap is not None and len(mocap) else None,
             mocap_topic=self.mocap_topic,
+            ended=marker.complete,
+            notes=tuple(self.layout_notes()),
         )
 
     def iter_episodes(self, wanted: Sequence[int] | None = None) -> Iterator[tuple[Episode, RecordedEpisode]]:
@@ -218,8 +222,9 @@ class SessionBag:
             (head["motion_tick"] >= 0)
             & (head["stamp_ns"] >= marker.start_ns) & (head["stamp_ns"] <= marker.end_ns + READ_MARGIN_NS)
         )  # fmt: skip
+        marked = self._has_field(topics.POLICY_STEP, FAULT_LATCHED)
         fields = ["stamp_ns", "motion_tick", "phase", "lowstate_tick", "lowstate_stamp_ns", "obs", "raw_action",
-                  "q_target"]  # fmt: skip
+                  "q_target", FAULT_LATCHED if marked else "mode"]  # fmt: skip
         if len(keep) == 0:
             raise ConfigError(self.path, topics.POLICY_STEP, f"no TRACKING steps in episode {marker.index}")
         cols = self.columns(topics.POLICY_STEP, raws.take(keep), fields)
@@ -232,7 +237,18 @@ class SessionBag:
             raw_action=cols["raw_action"],
             q_target=cols["q_target"].astype(np.float64),
             lowstate_tick=cols["lowstate_tick"].astype(np.int64),
+            fault_latched=cols[FAULT_LATCHED].astype(bool) if marked else cols["mode"] == DAMPING,
         )
+
+    def _has_field(self, topic: str, name: str) -> bool:
+        return any(field == name for field, _ in self.typestore.fielddefs[self._msgtype(topic)][1])
+
+    def layout_notes(self) -> list[str]:
+        """What an older recording's layout means for its export."""
+        if self.has_topic(topics.POLICY_STEP) and not self._has_field(topics.POLICY_STEP, FAULT_LATCHED):
+            return [f"{topics.POLICY_STEP} was recorded without {FAULT_LATCHED} (an older version): the step on "
+                    "which a fault latched is taken to be the actor step recorded in DAMPING"]  # fmt: skip
+        return []
 
     def _lowstate(self, stamps: np.ndarray, raws: RawMessages) -> Stream:
         c = self.columns(topics.LOWSTATE, raws, [

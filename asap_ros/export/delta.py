@@ -1,10 +1,12 @@
 """``--format delta``: aligned (s_t, a_t, s_t+1) transitions for delta-action training.
 
-One row per pair of consecutive actor ticks (k, k+1) of an episode; a missing tick breaks the
-pair, so every row is a real one-step transition. The state is given raw (SI units, driven
-joints in clip ``dof`` order) and as ASAP's 108-dim open-loop delta-model input, with NaN in
-the terms a recording cannot provide. The schema (names, shapes, units, sources) is in
-``docs/export.md``; :data:`DELTA_INPUT_TERMS` is the authoritative layout.
+One row per transition of :mod:`asap_ros.export.pairing`: s_t the state actor step t saw, a_t
+the action computed from it, s_t+1 the state step t+1 saw. A missing tick breaks the pair and a
+step whose fault latched is never a_t, so every row is a real one-step transition under an
+executed action; ``terminate`` marks the one into the episode's last state. The state is given
+raw (SI units, driven joints in clip ``dof`` order) and as ASAP's 108-dim open-loop delta-model
+input, with NaN in the terms a recording cannot provide. The schema (names, shapes, units,
+sources) is in ``docs/export.md``; :data:`DELTA_INPUT_TERMS` is the authoritative layout.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import numpy as np
 
 from asap_ros.export.align import AlignedEpisode
 from asap_ros.export.formats import ExportContext, write_npz
-from asap_ros.kinematics import NUM_DRIVEN
+from asap_ros.export.pairing import transitions
+from asap_ros.tracking.kinematics import NUM_DRIVEN
 
 SUFFIX = ".delta.npz"
 
@@ -35,7 +38,7 @@ class InputTerm:
 NOT_RECORDED = "not recorded"
 DELTA_INPUT_TERMS: tuple[InputTerm, ...] = (
     InputTerm("actions", NUM_DRIVEN, 1.0, NOT_RECORDED + ": the delta model's own previous output"),
-    InputTerm("actions_open_loop", NUM_DRIVEN, 1.0, "raw actor output a_t"),
+    InputTerm("actions_open_loop", NUM_DRIVEN, 1.0, "a_t, as the action key (--action)"),
     InputTerm("base_ang_vel", 3, 0.25, "IMU gyroscope, body frame"),
     InputTerm("base_lin_vel", 3, 2.0, "mocap, finite difference, body frame"),
     InputTerm("base_pos_z", 1, 1.0, "mocap pelvis height"),
@@ -46,11 +49,6 @@ DELTA_INPUT_TERMS: tuple[InputTerm, ...] = (
 )
 DELTA_INPUT_DIM = sum(term.dim for term in DELTA_INPUT_TERMS)
 STATE_KEYS = ("dof_pos", "dof_vel", "base_pos", "base_quat_wxyz", "base_lin_vel", "base_ang_vel", "projected_gravity")
-
-
-def transition_rows(tick: np.ndarray) -> np.ndarray:
-    """Indices k whose next row is the next tick (k, k+1 form a one-step transition)."""
-    return np.flatnonzero(np.diff(tick) == 1)
 
 
 def raw_state(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, np.ndarray]:
@@ -69,12 +67,14 @@ def raw_state(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, np.ndarr
     }
 
 
-def delta_input(aligned: AlignedEpisode, ctx: ExportContext) -> tuple[np.ndarray, np.ndarray]:
-    """(K, 108) model input per tick (scaled, NaN where not derivable) and the (108,) availability mask."""
+def delta_input(aligned: AlignedEpisode, ctx: ExportContext, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(K, 108) model input per tick (scaled, NaN where not derivable) and the (108,) availability
+    mask; ``action``: (K, 23) the action column per tick (a faulted step's is not derivable)."""
     state = raw_state(aligned, ctx)
     rows = len(aligned)
+    open_loop = np.where(aligned.episode.steps.fault_latched[:, None], np.nan, action.astype(np.float64))
     values = {
-        "actions_open_loop": aligned.raw_action.astype(np.float64),
+        "actions_open_loop": open_loop,
         "base_ang_vel": state["base_ang_vel"],
         "base_lin_vel": state["base_lin_vel"],
         "base_pos_z": state["base_pos"][:, 2:3],
@@ -87,23 +87,27 @@ def delta_input(aligned: AlignedEpisode, ctx: ExportContext) -> tuple[np.ndarray
         block = values.get(term.name)
         block = np.full((rows, term.dim), np.nan) if block is None else block * term.scale
         blocks.append(block)
-        available.append(np.full(term.dim, not np.isnan(block).any()))
+        available.append(np.full(term.dim, not np.isnan(block[~aligned.episode.steps.fault_latched]).any()))
     return np.concatenate(blocks, axis=1).astype(np.float32), np.concatenate(available)
 
 
 def transition_arrays(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, np.ndarray]:
     """All keys of the delta file (see docs/export.md)."""
-    rows = transition_rows(aligned.tick)
+    pairs = transitions(aligned, continuous=False)
+    rows, after = pairs.action, pairs.result
     state = raw_state(aligned, ctx)
-    model_input, available = delta_input(aligned, ctx)
+    action, executed = ctx.actions(aligned.raw_action, aligned.q_target)
+    model_input, available = delta_input(aligned, ctx, action)
     arrays: dict[str, np.ndarray] = {
         "tick": aligned.tick[rows],
         "time": aligned.time_ns[rows] / 1e9,
         "phase": aligned.phase[rows],
-        "action": aligned.raw_action[rows],
+        "action": action[rows],
+        "action_executed": executed[rows],
         "q_target": aligned.q_target[rows][:, ctx.driven_motors],
+        "terminate": pairs.terminate,
         "delta_input": model_input[rows],
-        "next_delta_input": model_input[rows + 1],
+        "next_delta_input": model_input[after],
         "delta_input_available": available,
         "delta_input_terms": np.array([t.name for t in DELTA_INPUT_TERMS]),
         "delta_input_dims": np.array([t.dim for t in DELTA_INPUT_TERMS]),
@@ -113,7 +117,7 @@ def transition_arrays(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, 
     }
     for key in STATE_KEYS:
         arrays[key] = state[key][rows]
-        arrays[f"next_{key}"] = state[key][rows + 1]
+        arrays[f"next_{key}"] = state[key][after]
     return arrays
 
 

@@ -66,6 +66,8 @@ class PolicySteps:
     """(K, 29) position targets sent."""
     lowstate_tick: np.ndarray
     """(K,) the robot's tick of the LowState the observation was built from."""
+    fault_latched: np.ndarray
+    """(K,) bool: DAMPING latched on this step (its action faulted; the command sent was damping)."""
 
     def __len__(self) -> int:
         return len(self.tick)
@@ -108,7 +110,10 @@ class RecordedEpisode:
     """Columns: ``pos`` (N, 3), ``quat_wxyz`` (N, 4); ``None`` when the bag has no mocap."""
     mocap_topic: str
     """The mocap topic looked for (named in messages when it is missing)."""
+    ended: bool = True
+    """The run ended by a transition out of TRACKING (False: the recording stopped during it)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    """What a trainer should know about how this episode was read."""
 
     @property
     def cut_short(self) -> bool:

@@ -1,7 +1,7 @@
 """Tracking metrics of a recorded episode, computed exactly as the simulated run computes its own.
 
 The recorded body (mocap pelvis pose and the robot's joint angles at each actor tick) goes
-through :func:`asap_ros.tracking.evaluate_tracking`, the function behind the sim summary:
+through :func:`asap_ros.tracking.evaluation.evaluate_tracking`, the function behind the sim summary:
 same keypoints, same phase-aligned reference, same start alignment, same metrics.
 """
 
@@ -11,15 +11,15 @@ import functools
 from collections.abc import Sequence
 from pathlib import Path
 
-from asap_ros.clip import MotionClip
+from asap_ros.config.clip import MotionClip
+from asap_ros.core.policy import PolicyOutput
+from asap_ros.core.state_machine import Mode
 from asap_ros.export.align import MOCAP_FILTER_MS, AlignedEpisode, align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.clips import resolve_clip
-from asap_ros.kinematics import KeypointModel
-from asap_ros.policy import PolicyOutput
 from asap_ros.recording import topics
-from asap_ros.state_machine import Mode
-from asap_ros.tracking import BodyPose, RunTrace, TrackingResult, evaluate_tracking
+from asap_ros.tracking.evaluation import BodyPose, RunTrace, TrackingResult, evaluate_tracking
+from asap_ros.tracking.kinematics import KeypointModel
 
 
 def episode_trace(aligned: AlignedEpisode) -> RunTrace:
@@ -55,8 +55,8 @@ def bag_metrics(
     mocap_filter_ms: float = MOCAP_FILTER_MS,
 ) -> list[dict]:
     """Metrics of every episode of a bag, as JSON-ready dicts (``tracking`` null if < 4 steps)."""
-    from asap_ros.clip import load_clip
-    from asap_ros.robot import load_robot_model
+    from asap_ros.config.clip import load_clip
+    from asap_ros.config.robot import load_robot_model
 
     joint_names = load_robot_model().joint_names
     load_clip_once = functools.cache(load_clip)

@@ -1,5 +1,5 @@
-"""What every writer needs besides the episode: the robot model and the training model's joint axes,
-and an atomic ``.npz`` write."""
+"""What every writer needs besides the episode: the robot model, the training model's joint axes,
+the motion's policy facts and the action choice; and an atomic ``.npz`` write."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.kinematics import DRIVEN_MOTORS
-from asap_ros.robot import RobotModel, load_robot_model
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.robot import RobotModel
+from asap_ros.export.actions import PolicyFacts
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS
 
-CONTROL_DT_S = 0.02
+RAW, EXECUTED = "raw", "executed"
+ACTION_CHOICES = (RAW, EXECUTED)
 
 
 @dataclass(frozen=True)
@@ -20,12 +24,26 @@ class ExportContext:
     robot: RobotModel
     joint_axes: np.ndarray
     """(23, 3) rotation axes of the driven joints (see :mod:`asap_ros.export.pose_aa`)."""
-    control_dt_s: float = CONTROL_DT_S
+    action: str = RAW
+    """What fills the ``action`` key: the actor's raw output, or the raw-equivalent of the
+    target the robot executed (after the joint-limit clamp)."""
+    policy: PolicyFacts | None = None
+    """The exported motion's policy facts (set per episode by the exporter)."""
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTION_CHOICES:
+            raise ConfigError(None, "--action", f"must be one of {', '.join(ACTION_CHOICES)}", self.action)
 
     @property
-    def fps(self) -> int:
-        """Control rate, Hz (the exported clip's frame rate)."""
-        return int(round(1.0 / self.control_dt_s))
+    def facts(self) -> PolicyFacts:
+        if self.policy is None:
+            raise ValueError("ExportContext.policy is set per episode by the exporter")
+        return self.policy
+
+    def actions(self, raw_action: np.ndarray, q_target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per step: the ``action`` column (as chosen) and ``action_executed``, both (K, 23) float32."""
+        executed = self.facts.executed_actions(q_target)
+        return (np.asarray(raw_action, dtype=np.float32) if self.action == RAW else executed), executed
 
     @property
     def driven_motors(self) -> np.ndarray:

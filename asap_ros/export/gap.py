@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.state import NUM_MOTORS
 from asap_ros.export.align import AlignedEpisode
 from asap_ros.export.resample import bracket, interpolate, newest_at
-from asap_ros.state import NUM_MOTORS
 
 DEFAULT_WINDOW_S = 1.0
 FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
@@ -143,9 +143,9 @@ class OpenLoopReplayer:
     def __init__(self, sim_config_path: str | None = None, assets_dir: str | None = None):
         import mujoco
 
-        from asap_ros.assets import asset_path
-        from asap_ros.paths import config_file
-        from asap_ros.robot import load_robot_model
+        from asap_ros.config.assets import asset_path
+        from asap_ros.config.paths import config_file
+        from asap_ros.config.robot import load_robot_model
         from asap_ros.sim.config import BandConfig, load_sim_config
         from asap_ros.sim.motors import MotorModel
         from asap_ros.sim.physics import FLOOR_GEOM, G1Physics

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.export.align import MOCAP_FILTER_MS, align_episode
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.gap import (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.export.cdr_columns import RawMessages
 
 _RECORD_HEAD = struct.Struct("<BQ")
@@ -46,6 +46,8 @@ class _Chunk:
 class TopicInfo:
     name: str
     msgtype: str
+    definition: str = ""
+    """The message definition the bag embeds for ``msgtype`` (its schema's ros2msg text)."""
 
 
 class McapIndex:
@@ -69,7 +71,11 @@ class McapIndex:
                                               "run `asap-ros bag repair` first")  # fmt: skip
             for channel_id, channel in summary.channels.items():
                 schema = summary.schemas.get(channel.schema_id)
-                self.topics[channel.topic] = TopicInfo(channel.topic, schema.name if schema else "")
+                info = TopicInfo(channel.topic, schema.name if schema else "", schema.data.decode() if schema else "")
+                known = self.topics.setdefault(channel.topic, info)
+                if known != info:
+                    raise ConfigError(path, channel.topic, "the bag's files record this topic with different types "
+                                      f"or definitions ({known.msgtype} and {info.msgtype})")  # fmt: skip
                 self._channel_topic[(path, channel_id)] = channel.topic
             self.chunks += [
                 _Chunk(path, c.chunk_start_offset, c.chunk_length, c.message_index_length, c.message_start_time,
@@ -77,6 +83,10 @@ class McapIndex:
                 for c in summary.chunk_indexes
             ]
         self.chunks.sort(key=lambda c: c.start_ns)
+
+    def definitions(self) -> dict[str, str]:
+        """``{msgtype: embedded definition}`` of every recorded type."""
+        return {t.msgtype: t.definition for t in self.topics.values() if t.msgtype}
 
     @property
     def end_ns(self) -> int:

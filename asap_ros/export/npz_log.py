@@ -6,7 +6,9 @@ clock), ``joint_pos``, ``joint_vel``, ``tau_est``, ``IMU_quaternion``, ``IMU_gyr
 ``quat``, ``lin_vel``, ``ang_vel`` (root from motion capture; velocities in the body frame,
 as ``nav_msgs/Odometry`` puts the twist in the child frame). Added: ``phase``,
 ``observation``, ``raw_action``, ``q_target``, ``tick``, ``joint_names``, ``root_source`` and
-the source stamps (ns) of every row (``root_stamp_ns``: the mocap sample nearest the tick).
+the source stamps (ns) of every row (``root_stamp_ns``: the mocap sample nearest the tick), and
+``fault_latched``: the row of the step on which a fault latched (its command is the damping
+command, its ``raw_action`` the rejected output).
 Without mocap ``quat`` / ``ang_vel`` come from the IMU and ``pos`` / ``lin_vel`` are NaN
 (``root_source`` = ``imu``). Schema: ``docs/export.md``.
 """
@@ -61,6 +63,7 @@ def log_arrays(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, np.ndar
         "lowcmd_stamp_ns": aligned.cmd_stamp_ns,
         "root_stamp_ns": aligned.root_stamp_ns,
         "policy_stamp_ns": np.asarray(steps.stamp_ns, dtype=np.int64),
+        "fault_latched": np.asarray(steps.fault_latched, dtype=bool),
         "joint_names": np.array(ctx.robot.joint_names),
         "root_source": np.array(aligned.root_source),
     }

@@ -1,7 +1,7 @@
 """ASAP's ``pose_aa``: root rotation vector, joint axis·angle per driven joint, 3 zero rows.
 
 The joint axes are read from the model the actors were trained on
-(``robots/g1/g1_29dof_anneal_23dof.xml``, see :mod:`asap_ros.kinematics`), in clip ``dof``
+(``robots/g1/g1_29dof_anneal_23dof.xml``, see :mod:`asap_ros.tracking.kinematics`), in clip ``dof``
 order; the layout reproduces the shipped clips' ``pose_aa`` exactly.
 """
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.kinematics import NUM_DRIVEN, KeypointModel, quat_to_rotvec
+from asap_ros.core.quaternion import quat_to_rotvec
+from asap_ros.tracking.kinematics import NUM_DRIVEN, KeypointModel
 
 EXTRA_ROWS = 3
 """Zero rows after the joints (ASAP's extended hand/head points carry no rotation)."""

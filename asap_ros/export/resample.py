@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros.kinematics import quat_slerp
+from asap_ros.core.quaternion import quat_slerp
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros.kinematics import quat_conjugate, quat_multiply, quat_rotate, quat_to_rotvec
+from asap_ros.core.quaternion import quat_conjugate, quat_multiply, quat_rotate, quat_to_rotvec
 
 
 @dataclass(frozen=True)

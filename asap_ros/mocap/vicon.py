@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.errors import AsapError, ConfigError
-from asap_ros.kinematics import xyzw_to_wxyz
+from asap_ros.core.errors import AsapError, ConfigError
+from asap_ros.core.quaternion import xyzw_to_wxyz
 
 MM = 1e-3
 

@@ -11,15 +11,15 @@ files and ``metadata.yaml`` follow the layout rosbag2's MCAP storage plugin writ
 from __future__ import annotations
 
 import os
-from contextlib import suppress
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcap.writer import CompressionType, Writer
 
 from asap_ros import __version__
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording.metadata import FileStats, TopicStats, qos_profiles, qos_text, write_metadata
 from asap_ros.recording.topics import RecordedTopic
 from asap_ros.recording.typestore import schema_of

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asap_ros.errors import ConfigError
-from asap_ros.paths import config_file
+from asap_ros.config.node_params import NETWORK_PARAMS, ParamSpec, load_defaults
+from asap_ros.config.paths import config_file
+from asap_ros.core.errors import ConfigError
 from asap_ros.recording.bag_writer import COMPRESSIONS, SplitPolicy
-from asap_ros.ros.params import NETWORK_PARAMS, ParamSpec, load_defaults
 
 NODE_NAME = "asap_recorder"
 MAX_FLUSH_PERIOD_S = 1.0

@@ -28,10 +28,10 @@ from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-from asap_ros.dds import close_entity
-from asap_ros.dds_types import POLICY_STEP_TOPIC, TRANSITION_TOPIC, ModeTransition_, PolicyStep_
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording.topics import DDS_TOPICS, RecordedTopic
+from asap_ros.runtime.dds import close_entity
+from asap_ros.runtime.step_topics import POLICY_STEP_TOPIC, TRANSITION_TOPIC, ModeTransition_, PolicyStep_
 
 Sink = Callable[[str, int, bytes, int], None]
 """``sink(bag_topic, log_time_ns, cdr, publish_time_ns)``."""
@@ -58,7 +58,7 @@ class RecorderDomain:
     """This process's Cyclone DDS domain for recording: ``interface`` as the SDK configures it,
     and UDP sockets asking for ``receive_buffer_bytes`` (Linux grants twice the request, capped
     at twice ``net.core.rmem_max``). Only for a process without unitree channels
-    (:func:`asap_ros.dds.init_channels` creates the domain with the SDK's configuration)."""
+    (:func:`asap_ros.runtime.dds.init_channels` creates the domain with the SDK's configuration)."""
 
     def __init__(self, domain_id: int, interface: str, receive_buffer_bytes: int) -> None:
         xml = (

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording import topics as T
 from asap_ros.recording.episodes import Episode, EpisodeTracker
 from asap_ros.recording.metadata import read_metadata
-from asap_ros.recording.typestore import recording_typestore
+from asap_ros.recording.typestore import bag_typestore
 
 PERCENTILES = (50, 90, 99)
 
@@ -83,6 +83,9 @@ class BagInfo:
     sync: SyncInfo
     episode_messages: int = 0
     """``/asap/episode`` messages the recorder wrote (an episode cut by a crash has none)."""
+    fault_ticks: list[int] | None = None
+    """Control ticks of the policy steps on which DAMPING latched; ``None``: the bag's PolicyStep
+    has no ``fault_latched`` field (recorded by an older version)."""
 
     @property
     def duration_s(self) -> float:
@@ -120,6 +123,10 @@ class BagInfo:
             flag = "  E-STOP" if e.estop else ""
             offset = (e.start_ns - self.start_ns) / 1e9
             lines.append(f"  {e.index:>3} {e.motion:<16} at {offset:8.2f} s  {e.duration_s:7.2f} s  {end}{flag}")
+        if self.fault_ticks is None:
+            lines.append("damping latched at: not marked (PolicyStep without fault_latched, an older recording)")
+        else:
+            lines.append(f"damping latched at: {', '.join(f'control tick {t}' for t in self.fault_ticks) or '-'}")
         lines += self._sync_lines()
         return "\n".join(lines)
 
@@ -186,12 +193,13 @@ def bag_info(bag: str | Path) -> BagInfo:
 
 
 def _collect(bag: Path, reader, metadata: dict) -> BagInfo:
-    store = recording_typestore()
+    store = bag_typestore({c.msgtype: c.msgdef.data for c in reader.connections})  # older bags: their own layout
     times = {c.topic: _TopicTimes() for c in reader.connections}
     tracker = EpisodeTracker()
     episodes: list[Episode] = []
     lowstate_age, mocap_age, latency = [], [], []
     without_mocap = late = episode_messages = 0
+    fault_ticks: list[int] | None = None if _lacks_field(store, T.POLICY_STEP, reader, "fault_latched") else []
     for connection, stamp, raw in reader.messages():
         times[connection.topic].add(stamp)
         if connection.topic == T.POLICY_STEP:
@@ -199,6 +207,8 @@ def _collect(bag: Path, reader, metadata: dict) -> BagInfo:
             lowstate_age.append(step.stamp_ns - step.lowstate_stamp_ns)
             latency.append(step.latency_ns)
             late += bool(step.late)
+            if fault_ticks is not None and step.fault_latched:
+                fault_ticks.append(int(step.control_tick))
             if step.mocap_stamp_ns:
                 mocap_age.append(step.stamp_ns - step.mocap_stamp_ns)
             else:
@@ -233,4 +243,11 @@ def _collect(bag: Path, reader, metadata: dict) -> BagInfo:
         episodes=episodes,
         sync=sync,
         episode_messages=episode_messages,
+        fault_ticks=fault_ticks,
     )
+
+
+def _lacks_field(store, topic: str, reader, name: str) -> bool:
+    """The bag has ``topic`` and its recorded type has no field ``name`` (an older layout)."""
+    msgtype = next((c.msgtype for c in reader.connections if c.topic == topic), None)
+    return msgtype is not None and all(field != name for field, _ in store.fielddefs[msgtype][1])

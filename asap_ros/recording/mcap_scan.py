@@ -17,7 +17,7 @@ from mcap.exceptions import EndOfFile, McapError
 from mcap.records import Channel, Chunk, DataEnd, Footer, Header, McapRecord, Message, Metadata, Schema
 from mcap.stream_reader import StreamReader, breakup_chunk
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 
 RECORD_SIZE_LIMIT = 1 << 30
 """A length field beyond this is treated as damage, not as a record to allocate."""

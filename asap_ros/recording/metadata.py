@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording.typestore import ROS_DISTRO
 
 METADATA_FILE = "metadata.yaml"

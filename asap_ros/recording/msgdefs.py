@@ -4,7 +4,7 @@
 types and array sizes equal the IDL of ``unitree_sdk2py.idl.unitree_hg`` (checked by the
 tests), so the CDR bytes of a DDS ``LowState_``/``LowCmd_`` are also valid ROS 2 CDR of these
 messages and are stored unchanged. ``asap_ros/msg/PolicyStep`` and ``ModeTransition`` mirror
-:mod:`asap_ros.dds_types` field for field for the same reason.
+:mod:`asap_ros.runtime.step_topics` field for field for the same reason.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ float32[] q_target        # 29 position targets, G1 motor order
 int64 compute_ns          # time spent computing the step
 int64 latency_ns          # LowCmd write time - LowState arrival time
 bool late                 # the step finished past its deadline
+bool fault_latched        # DAMPING latched on this step (a fault found in it, or an e-stop since the last step)
 """,
     "asap_ros/msg/ModeTransition": """\
 # One state-machine transition of the ASAP runtime (published on DDS rt/asap/transition).

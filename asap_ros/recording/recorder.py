@@ -19,14 +19,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording import topics as T
 from asap_ros.recording.bag_writer import BagSummary, BagWriter
 from asap_ros.recording.config import RecorderConfig
 from asap_ros.recording.disk_guard import DiskGuard
 from asap_ros.recording.episodes import Episode, EpisodeTracker
 from asap_ros.recording.robot_model import RobotModelTopics
-from asap_ros.recording.session import SessionInfo
+from asap_ros.recording.session_info import SessionInfo
 from asap_ros.recording.typestore import recording_typestore
 
 _STOP = object()
@@ -119,7 +119,7 @@ class Recorder:
     def start(self, *, dds: bool = True, participant: Any = None, ros_node: Any = None) -> Path:
         """Open the bag and start recording; returns the bag directory.
 
-        ``dds``: read the raw DDS topics (``participant`` default :func:`asap_ros.dds.participant`).
+        ``dds``: read the raw DDS topics (``participant`` default :func:`asap_ros.runtime.dds.participant`).
         ``ros_node``: subscribe to the configured ROS topics and report status on diagnostics.
         """
         if self._state is not RecorderState.IDLE:
@@ -161,7 +161,7 @@ class Recorder:
             from asap_ros.recording.dds_source import DdsSource
 
             if participant is None:
-                from asap_ros.dds import participant as process_participant
+                from asap_ros.runtime.dds import participant as process_participant
 
                 participant = process_participant()
             self._sources.append(DdsSource(self.submit, participant, on_error=self._source_failed))

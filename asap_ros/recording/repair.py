@@ -27,8 +27,8 @@ from mcap.records import Channel, Message, Metadata, Schema
 from mcap.writer import CompressionType, Writer
 
 from asap_ros import __version__
-from asap_ros.errors import AsapError
-from asap_ros.policy_spec import sha256_of
+from asap_ros.config.policy_spec import sha256_of
+from asap_ros.core.errors import AsapError
 from asap_ros.recording.bag_writer import SESSION_METADATA
 from asap_ros.recording.mcap_scan import BagDamaged, McapScan, ScanReport
 from asap_ros.recording.metadata import FileStats, TopicStats, listed_files, write_metadata

@@ -19,7 +19,11 @@ from typing import Any
 import numpy as np
 
 from asap_ros.config.robot_description import (
-    MOVING_TYPES, RobotDescription, matrix_to_quat_wxyz, quat_wxyz_matrix, root_pose,
+    MOVING_TYPES,
+    RobotDescription,
+    matrix_to_quat_wxyz,
+    quat_wxyz_matrix,
+    root_pose,
 )
 from asap_ros.recording import topics as T
 from asap_ros.recording.typestore import recording_typestore
@@ -105,7 +109,7 @@ class RobotModelTopics:
         return root
 
     def _from_lowstate(self, stamp_ns: int, data: bytes) -> list[Message]:
-        from asap_ros.g1 import decode_lowstate_cdr
+        from asap_ros.g1.codec import decode_lowstate_cdr
 
         try:
             state = decode_lowstate_cdr(data, stamp_ns)

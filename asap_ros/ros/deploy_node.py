@@ -1,12 +1,16 @@
 """``asap_deploy``: the control loop on the G1 (or the simulated G1), behind ROS 2.
 
-The :class:`~asap_ros.control_loop.ControlLoop` runs on its own thread with the unitree DDS
-``rt/lowstate`` subscriber and ``rt/lowcmd`` writer; rclpy never calls into the control path.
+The control loop runs on its own thread with the unitree DDS ``rt/lowstate`` reader and
+``rt/lowcmd`` writer (:class:`~asap_ros.runtime.wiring.DdsControl`, the wiring ``asap-ros sim``
+uses too); rclpy never calls into the control path.
 Off the control path (the loop's sink thread and rclpy timers) the node publishes
 ``joint_states``, ``imu``, ``~/mode`` and ``~/fault`` (latched), ``diagnostics`` (latched),
-``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.dds_types`), plus
-``~/heartbeat`` (one per control step) and ``~/process`` (latched ``host:pid``) for
-``asap_supervisor``. The stamp of the newest ``mocap/pose`` goes into each step record.
+``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.runtime.step_topics`), and
+``~/process`` (latched ``host:pid``) for ``asap_supervisor``. With ``supervised`` (the default)
+the control thread writes ``rt/lowcmd`` only under the supervisor's lease
+(:mod:`asap_ros.runtime.lease`): one beat per step out, grants in, both on unitree DDS; Stand
+and Start are refused while the supervisor objects, and its takeover latches DAMPING with its
+reason. The stamp of the newest ``mocap/pose`` goes into each step record.
 Operator services (``std_srvs/Trigger``):
 ``~/stand``, ``~/stop``, ``~/estop``, ``~/reset``, ``~/start`` (the ``default_motion``
 parameter) and one ``~/start/<motion>`` per loaded policy.
@@ -17,50 +21,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from asap_ros.errors import AsapError, ConfigError, RejectedRequest
-from asap_ros.paths import config_file, policies_dir
-from asap_ros.ros.params import DEPLOY_PARAMS, NodeParams, load_defaults
+from asap_ros.config.node_params import DEPLOY_PARAMS, load_defaults
+from asap_ros.config.paths import config_file
+from asap_ros.core.errors import AsapError, ConfigError, RejectedRequest
+from asap_ros.core.state_machine import Reset, Stand, Start
+from asap_ros.ros.parameters import NodeParams
 
 NODE_NAME = "asap_deploy"
 MOCAP_TOPIC = "mocap/pose"
 SHUTDOWN_DAMPING_S = 0.1
 """On a clean shutdown the node e-stops and lets the loop send damping this long before stopping."""
-_ROS_NAME_TOKEN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-
-
-def resolve_policy_files(names: list[str], source: str) -> list[Path]:
-    """Spec files by name (relative names are looked up in the package ``policies/``)."""
-    paths = []
-    for name in names:
-        path = Path(name) if Path(name).is_absolute() else policies_dir() / name
-        if not path.is_file():
-            raise ConfigError(source, "policies", f"policy spec not found at {path}", name)
-        paths.append(path)
-    return paths
-
-
-def load_policies(files: list[Path], robot: Any, assets_dir: str | None, source: str) -> dict[str, Any]:
-    """``{motion name: PolicyRunner}``; names must be unique ROS name tokens (they name services)."""
-    from asap_ros.policy import PolicyRunner
-
-    policies: dict[str, Any] = {}
-    for path in files:
-        runner = PolicyRunner.from_spec_file(path, robot=robot, assets_dir=assets_dir)
-        name = runner.spec.name
-        if not _ROS_NAME_TOKEN.match(name):
-            raise ConfigError(path, "name", "motion name must be a ROS name token ([A-Za-z][A-Za-z0-9_]*)", name)
-        if name in policies:
-            raise ConfigError(source, "policies", "two policy specs define the same motion", name)
-        policies[name] = runner
-    return policies
 
 
 def controller_config_with_overrides(config: Any, values: Mapping[str, Any], source: str) -> Any:
@@ -82,11 +58,13 @@ class DeployNode:
     def __init__(self, node: Any):
         from geometry_msgs.msg import PoseStamped
         from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
-        from std_msgs.msg import Float32MultiArray, String, UInt64
+        from std_msgs.msg import Float32MultiArray, String
 
-        from asap_ros.control_loop import ControlLoop
-        from asap_ros.controller import Controller, load_controller_config
-        from asap_ros.robot import load_robot_model
+        from asap_ros.config.controller import load_controller_config
+        from asap_ros.config.policy_spec import resolve_policy_files
+        from asap_ros.config.robot import load_robot_model
+        from asap_ros.runtime.policies import build_controller, load_policies
+        from asap_ros.runtime.wiring import DdsControl
 
         self.node = node
         self.params = NodeParams(node, DEPLOY_PARAMS, load_defaults(config_file("deploy.yaml"), NODE_NAME, DEPLOY_PARAMS))
@@ -97,27 +75,26 @@ class DeployNode:
         config = controller_config_with_overrides(
             load_controller_config(p["controller_config"] or None), p.values, source)
         policies = load_policies(resolve_policy_files(p["policies"], source), self.robot, p["assets_dir"] or None, source)
-        self.controller = Controller(self.robot, policies, config)
+        self.controller = build_controller(self.robot, policies, config)
         self.params.set_validator(self._check_params)
 
-        self._lowcmd_writer = self._open_lowcmd_writer(p["dds_domain"], p["network_interface"])
-        self.loop = ControlLoop(
+        self.dds = DdsControl(
             self.controller,
-            self._lowcmd_writer.write,
+            p["dds_domain"],
+            p["network_interface"],
             period_s=1.0 / p["control_rate_hz"],
             state_wait_s=p["state_wait_ms"] / 1e3,
             late_after_s=p["late_after_ms"] / 1e3,
             realtime_priority=p["realtime_priority"],
             cpus=self._control_cpus(p["control_cpu"]),
-            states=self._open_lowstate_reader(),
+            supervised=p["supervised"],
         )
+        self.loop = self.dds.loop
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._mode_pub = node.create_publisher(String, "~/mode", latched)
         self._fault_pub = node.create_publisher(String, "~/fault", latched)
-        self._heartbeat_pub = node.create_publisher(UInt64, "~/heartbeat", qos_profile_sensor_data)
         self._policy_pub = node.create_publisher(Float32MultiArray, "~/policy_step", 10)
-        self._policy_dds = self._open_policy_step_channel()
         self._publish_mode(self.controller.mode.name, "")
         process = node.create_publisher(String, "~/process", latched)  # lets a local supervisor watch for exit
         process.publish(String(data=f"{socket.gethostname()}:{os.getpid()}"))
@@ -134,31 +111,10 @@ class DeployNode:
         self.params.on_change(self._apply_rates)
 
     # --- set-up helpers ------------------------------------------------------------------
-    def _open_lowcmd_writer(self, domain: int, interface: str) -> Any:
-        """The raw rt/lowcmd writer (the rt/lowstate reader is opened in :meth:`start`)."""
-        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
-
-        from asap_ros.dds import RawWriter, init_channels
-
-        init_channels(domain, interface)
-        return RawWriter("rt/lowcmd", LowCmd_)
-
-    def _open_lowstate_reader(self) -> Any:
-        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
-
-        from asap_ros.dds import PolledReader
-
-        return PolledReader("rt/lowstate", LowState_)
-
-    def _open_policy_step_channel(self) -> Any:
-        from asap_ros.dds_types import PolicyStepPublisher
-
-        return PolicyStepPublisher()
-
     def _create_services(self, policies: Mapping[str, Any]) -> None:
         from std_srvs.srv import Trigger
 
-        from asap_ros.state_machine import EStop, Reset, Stand, Start, Stop
+        from asap_ros.core.state_machine import EStop, Reset, Stand, Start, Stop
 
         node = self.node
         handlers: dict[str, Callable[[], Any]] = {
@@ -173,10 +129,14 @@ class DeployNode:
 
     def _trigger(self, make_request: Callable[[], Any]) -> Callable[[Any, Any], Any]:
         """A Trigger callback applying one request; a refusal is success=False with the reason."""
-        from asap_ros.state_machine import describe
+        from asap_ros.core.state_machine import describe
 
         def callback(_request: Any, response: Any) -> Any:
             request = make_request()
+            objection = self._supervisor_objection(request)
+            if objection is not None:
+                response.success, response.message = False, f"{describe(request)} refused: {objection}"
+                return response
             try:
                 self.loop.request(request)
             except RejectedRequest as exc:
@@ -188,8 +148,19 @@ class DeployNode:
 
         return callback
 
+    def _supervisor_objection(self, request: Any) -> str | None:
+        """Why the supervisor's lease forbids ``request`` now: no Stand/Start without a current
+        grant, no Reset while the supervisor streams damping (reset the supervisor first)."""
+        if self.dds.arbiter is None:
+            return None
+        if isinstance(request, (Stand, Start)):
+            return self.dds.arbiter.refusal()
+        if isinstance(request, Reset) and self.dds.arbiter.lease.yielded:
+            return "the supervisor streams damping on rt/lowcmd; reset the supervisor first"
+        return None
+
     def _control_cpus(self, cpu: int) -> frozenset[int]:
-        from asap_ros.control_loop import existing_cpu
+        from asap_ros.runtime.control_loop import existing_cpu
 
         try:
             return frozenset({existing_cpu(cpu)}) if cpu >= 0 else frozenset()
@@ -213,18 +184,14 @@ class DeployNode:
 
     # --- sink thread -------------------------------------------------------------------------
     def _on_step(self, record: Any) -> None:
-        from std_msgs.msg import UInt64
-
         from asap_ros.ros.messages import policy_step_msg
 
-        self._heartbeat_pub.publish(UInt64(data=record.control_tick))
         out, policy = record.output, record.output.policy
         if out.transition is not None:
             t = out.transition
             self._publish_mode(t.to_mode.name, t.reason if t.to_mode.name == "DAMPING" else "")
         if policy is not None:
             self._policy_pub.publish(policy_step_msg(policy))
-        self._policy_dds.publish_record(record, self.controller.motion or "")
 
     def _publish_mode(self, mode: str, fault: str) -> None:
         from std_msgs.msg import String
@@ -242,13 +209,12 @@ class DeployNode:
     def shutdown(self) -> None:
         """Damp the robot (a clean exit never leaves it holding a pose unattended), stop, and log
         how many samples were written per DDS topic (``published {json}``, for benchmarks)."""
-        from asap_ros.state_machine import EStop
+        from asap_ros.core.state_machine import EStop
 
         self.loop.request(EStop(f"{NODE_NAME} shutting down"))
         time.sleep(SHUTDOWN_DAMPING_S)
         self.loop.stop()
-        written = {"rt/lowcmd": self._lowcmd_writer.written, **self._policy_dds.written}
-        self.node.get_logger().info(f"published {json.dumps(written)}")
+        self.node.get_logger().info(f"published {json.dumps(self.dds.written())}")
 
 
 class StatePublisher:

@@ -15,8 +15,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float32MultiArray, MultiArrayDimension
 
-from asap_ros.policy import PolicyOutput
-from asap_ros.state import RobotState
+from asap_ros.core.policy import PolicyOutput
+from asap_ros.core.state import RobotState
 
 IMU_FRAME = "imu_in_pelvis"
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
@@ -63,7 +63,7 @@ POLICY_STEP_FIELDS = ("tick", "phase", "raw_action", "q_target")
 def policy_step_msg(out: PolicyOutput) -> Float32MultiArray:
     """Compact ROS view of one actor step: ``[tick, phase, raw_action..., q_target...]``.
 
-    The full step (with the observation) goes out on DDS via :mod:`asap_ros.dds_types`.
+    The full step (with the observation) goes out on DDS via :mod:`asap_ros.runtime.step_topics`.
     """
     parts = (np.array([out.tick], np.float32), np.array([out.phase], np.float32),
              np.asarray(out.raw_action, np.float32), np.asarray(out.q_target, np.float32))

@@ -29,12 +29,13 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 
-from asap_ros.errors import AsapError, ConfigError
-from asap_ros.kinematics import xyzw_to_wxyz
+from asap_ros.config.node_params import ParamSpec, load_defaults
+from asap_ros.config.paths import config_file
+from asap_ros.core.errors import AsapError, ConfigError
+from asap_ros.core.quaternion import xyzw_to_wxyz
 from asap_ros.mocap.velocity import VelocityEstimator
 from asap_ros.mocap.vicon import ViconSource
-from asap_ros.paths import config_file
-from asap_ros.ros.params import NodeParams, ParamSpec, load_defaults
+from asap_ros.ros.parameters import NodeParams
 
 NODE_NAME = "asap_mocap"
 MODES = ("vicon", "topic")

@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Any
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.recording.config import NODE_NAME, RECORDER_PARAMS, recorder_config
 
 SPIN_TIMEOUT_S = 0.1
@@ -27,15 +27,16 @@ SPIN_TIMEOUT_S = 0.1
 
 def _start_recording(node: Any) -> tuple[Any, Any]:
     """Parameters -> session description -> DDS -> a started :class:`Recorder` and its DDS domain."""
-    from asap_ros.paths import config_file
-    from asap_ros.recording.dds_source import RecorderDomain
+    from asap_ros.config.node_params import load_defaults
+    from asap_ros.config.paths import config_file
+    from asap_ros.config.policy_spec import resolve_policy_files
     from asap_ros.config.robot_description import load_robot_description
+    from asap_ros.recording.dds_source import RecorderDomain
     from asap_ros.recording.recorder import Recorder
     from asap_ros.recording.robot_model import RobotModelTopics
     from asap_ros.recording.ros_bridge import resolved_topics
-    from asap_ros.recording.session import SessionInfo, describe_policies
-    from asap_ros.ros.deploy_node import resolve_policy_files
-    from asap_ros.ros.params import NodeParams, load_defaults
+    from asap_ros.recording.session_info import SessionInfo, describe_policies
+    from asap_ros.ros.parameters import NodeParams
 
     defaults_file = config_file("recorder.yaml")
     params = NodeParams(node, RECORDER_PARAMS, load_defaults(defaults_file, NODE_NAME, RECORDER_PARAMS))

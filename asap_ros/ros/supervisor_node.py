@@ -2,23 +2,24 @@
 
 E-stop sources: the ``estop`` topic (std_msgs/Empty), the ``~/estop`` service
 (std_srvs/Trigger), a button combo on the G1 wireless remote (``LowState.wireless_remote``)
-and ENTER on an interactive terminal. Each is forwarded to ``/<deploy_node>/estop``, and the
-forward is retried every ``FORWARD_RETRY_S`` until the deploy node acknowledges it (a service
-not yet discovered, or a lost request, only delays it).
+and ENTER on an interactive terminal. Each reaches the deploy node twice, independently: in
+the supervisor's next grant (state ESTOP, read by the deploy node's control thread every step)
+and as a call of ``/<deploy_node>/estop``, retried every ``FORWARD_RETRY_S`` until acknowledged.
 
-The supervisor watches ``rt/lowcmd`` (unitree DDS) and the deploy node's ``~/heartbeat``.
-It takes over, streaming damping ``LowCmd`` (kp 0, the controller's damping kd,
-``mode_machine`` from the newest CRC-valid ``LowState``, CRC set) to ``rt/lowcmd`` until
-``~/reset``, when
+Exactly one process writes ``rt/lowcmd`` at any instant (:mod:`asap_ros.runtime.lease`): the
+deploy node writes under a lease the supervisor grants beat by beat; the supervisor takes over,
+streaming damping ``LowCmd`` (kp 0, the controller's damping kd, ``mode_machine`` from the
+newest CRC-valid ``LowState``, CRC set), when
 
 - the deploy process exits (same host: watched through a pidfd of the pid it announces on
   its latched ``~/process`` topic, so a ``kill -9`` is seen at once), or
-- it has heard from the deploy node and then neither a LowCmd nor a heartbeat arrives for
-  ``takeover_after_ms`` (process hung or starved), or
-- after an e-stop, no LowCmd with kp 0 on every motor arrives within ``estop_obey_ms``.
+- it has written ``rt/lowcmd`` and then nothing arrives for ``takeover_after_ms``, or
+- after an e-stop, no LowCmd with kp 0 on every motor arrives within ``estop_obey_ms``,
 
-While the deploy node is healthy it never writes: ``lowcmd_writes`` counts every write and is
-published on ``~/lowcmd_writes`` (latched) with the state on ``~/state`` (latched).
+and writes its first command only once the deploy node can no longer write (its lease has run
+out, it acknowledged the takeover, or its process is gone) and a handover gap later. It hands
+back only on ``~/reset`` while the deploy node is in PASSIVE or DAMPING. ``lowcmd_writes``
+counts its writes (``~/lowcmd_writes``, latched), its state is on ``~/state`` (latched).
 """
 
 from __future__ import annotations
@@ -32,98 +33,30 @@ import threading
 import time
 from typing import Any
 
-from asap_ros.errors import AsapError
-from asap_ros.g1 import LOWCMD_WIRE, LOWSTATE_WIRE, LowCmdEncoder, damping_command, record_crc
-from asap_ros.paths import config_file
-from asap_ros.remote import ComboDetector, decode_remote, parse_combo
-from asap_ros.ros.params import SUPERVISOR_PARAMS, NodeParams, load_defaults
-from asap_ros.state import NUM_MOTORS
+from asap_ros.config.node_params import SUPERVISOR_PARAMS, load_defaults
+from asap_ros.config.paths import config_file
+from asap_ros.core.errors import AsapError
+from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
+from asap_ros.g1.codec import LowCmdEncoder, damping_command
+from asap_ros.g1.crc import record_crc
+from asap_ros.g1.layout import LOWCMD_TOPIC, LOWCMD_WIRE, LOWSTATE_TOPIC, LOWSTATE_WIRE
+from asap_ros.ros.parameters import NodeParams
+from asap_ros.runtime.arbitration import decode_beat, encode_grant
+from asap_ros.runtime.lease import Grant, Supervision
+from asap_ros.runtime.watchdog import Watchdog, lowcmd_is_damping
 
 NODE_NAME = "asap_supervisor"
 WATCHING = "WATCHING"
 TAKEOVER = "TAKEOVER"
 
 
-def lowcmd_is_damping(record: Any) -> bool:
-    """A C-layout LowCmd record that applies no position stiffness (kp 0 on every G1 motor)."""
-    return not record["motor_cmd"]["kp"][:NUM_MOTORS].any()
-
-
-class Watchdog:
-    """The takeover decision (pure timing logic, clock passed in; no I/O).
-
-    ``deploy_seen`` / ``estop_requested`` / ``damping_seen`` are fed by the DDS and ROS
-    callbacks; :meth:`due_reason` says whether to take over now, :meth:`next_check_ns` when
-    to look again.
-    """
-
-    ARM_AFTER_NS = 1_000_000_000
-    """Silence counts only once a deploy process has been heard this long (start-up stalls)."""
-
-    def __init__(self, takeover_after_ns: int, estop_obey_ns: int):
-        self.takeover_after_ns = takeover_after_ns
-        self.estop_obey_ns = estop_obey_ns
-        self.first_deploy_ns = 0
-        """First LowCmd or heartbeat of the current deploy process (0 = not heard yet)."""
-        self.last_deploy_ns = 0
-        """Newest LowCmd or heartbeat from the deploy node (0 = never heard from it)."""
-        self.estop_since_ns = 0
-        """When an unconfirmed e-stop was requested (0 = none pending)."""
-        self.exited: str | None = None
-        """Set when the deploy process was seen to exit (same host only)."""
-
-    def deploy_seen(self, now_ns: int) -> None:
-        self.first_deploy_ns = self.first_deploy_ns or now_ns
-        self.last_deploy_ns = max(self.last_deploy_ns, now_ns)
-
-    def new_deploy_process(self) -> None:
-        """A (re)started deploy process announced itself: its start-up is not silence yet."""
-        self.exited = None
-        self.first_deploy_ns = 0
-
-    def estop_requested(self, now_ns: int) -> None:
-        if not self.estop_since_ns:
-            self.estop_since_ns = now_ns
-
-    def damping_seen(self, now_ns: int) -> None:
-        if self.estop_since_ns and now_ns >= self.estop_since_ns:
-            self.estop_since_ns = 0
-
-    def deploy_alive(self, now_ns: int) -> bool:
-        """Heard from the deploy node within ``takeover_after_ns``."""
-        return bool(self.last_deploy_ns) and now_ns - self.last_deploy_ns < self.takeover_after_ns
-
-    @property
-    def armed(self) -> bool:
-        """Silence detection is on: the current deploy process has been heard for a while."""
-        return bool(self.first_deploy_ns) and self.last_deploy_ns - self.first_deploy_ns >= self.ARM_AFTER_NS
-
-    def due_reason(self, now_ns: int) -> str | None:
-        """Why to take over at ``now_ns``, or None."""
-        if self.exited:
-            return self.exited
-        if self.estop_since_ns and now_ns - self.estop_since_ns >= self.estop_obey_ns:
-            return f"deploy did not send damping within {self.estop_obey_ns / 1e6:g} ms of an e-stop"
-        if self.armed and now_ns - self.last_deploy_ns >= self.takeover_after_ns:
-            silent_ms = (now_ns - self.last_deploy_ns) / 1e6
-            return f"deploy silent for {silent_ms:.1f} ms (no rt/lowcmd, no heartbeat)"
-        return None
-
-    def next_check_ns(self, now_ns: int, idle_ns: int) -> int:
-        """The next instant at which :meth:`due_reason` could change (at most ``idle_ns`` away)."""
-        candidates = [now_ns + idle_ns]
-        if self.armed:
-            candidates.append(self.last_deploy_ns + self.takeover_after_ns)
-        if self.estop_since_ns:
-            candidates.append(self.estop_since_ns + self.estop_obey_ns)
-        return min(candidates)
-
-
 class SupervisorNode:
-    """The supervisor's DDS readers/writer, ROS interface and watchdog thread."""
+    """The supervisor's DDS readers/writers, ROS interface and watchdog thread."""
 
     IDLE_CHECK_NS = 50_000_000
     RECHECK_S = 0.01
+    """Before taking over for silence, let this process's own DDS/ROS threads deliver anything
+    queued while it was itself starved of CPU, then look again."""
     LOWSTATE_POLL_S = 0.01
     """The newest LowState (remote buttons, mode_machine) is read this often, not all 500 per
     second: a button press lasts far longer, and each sample costs Python time."""
@@ -131,15 +64,16 @@ class SupervisorNode:
     """While an e-stop is not acknowledged by the deploy node, send it again this often."""
     FORWARD_TIMEOUT_S = 1.0
     """A forwarded e-stop call unanswered this long is taken as lost and sent again."""
-    """Before taking over for silence, let this process's own DDS/ROS threads deliver anything
-    queued while it was itself starved of CPU, then look again."""
+    TAKEOVER_REPEAT_S = 0.1
+    """During a takeover the TAKEOVER grant is sent again this often (deploy processes that start
+    or resume meanwhile also get it as the topic's transient-local sample)."""
 
     def __init__(self, node: Any):
-        from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+        from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import Empty, String, UInt64
         from std_srvs.srv import Trigger
 
-        from asap_ros.controller import load_controller_config
+        from asap_ros.config.controller import load_controller_config
 
         self.node = node
         self.params = NodeParams(node, SUPERVISOR_PARAMS,
@@ -149,10 +83,15 @@ class SupervisorNode:
         self._damping = damping_command(load_controller_config(p["controller_config"] or None).damping_kd)
         self._encoder = LowCmdEncoder()
         self._period_s = 1.0 / p["damping_rate_hz"]
-        self.watchdog = Watchdog(int(p["takeover_after_ms"] * 1e6), int(p["estop_obey_ms"] * 1e6))
+        self.watchdog = Watchdog(int(p["takeover_after_ms"] * 1e6), int(p["estop_obey_ms"] * 1e6),
+                                 int(p["lease_ms"] * 1e6))
         self.state = WATCHING
         self.reason = ""
+        self.estop_source = ""
+        self.estops = 0
+        """E-stops so far: each one latches DAMPING in the deploy node once (Grant.estop)."""
         self.lowcmd_writes = 0
+        self._last_write_ns = 0
         self._mode_machine: int | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -166,7 +105,6 @@ class SupervisorNode:
         self._writes_pub = node.create_publisher(UInt64, "~/lowcmd_writes", latched)
         deploy = p["deploy_node"].strip("/")
         self._deploy_estop = node.create_client(Trigger, f"/{deploy}/estop")
-        node.create_subscription(UInt64, f"/{deploy}/heartbeat", self._on_heartbeat, qos_profile_sensor_data)
         node.create_subscription(String, f"/{deploy}/process", self._on_deploy_process, latched)
         node.create_subscription(Empty, "estop", lambda _msg: self.estop("estop topic"), 10)
         node.create_service(Trigger, "~/estop", self._on_estop_service)
@@ -174,23 +112,32 @@ class SupervisorNode:
         node.create_timer(0.1, self._publish_writes)
         self._published_writes = -1
         self._publish_state()
-        self._writer = self._open_lowcmd_channels(p["dds_domain"], p["network_interface"])
+        self._open_channels(p["dds_domain"], p["network_interface"])
         self._thread = threading.Thread(target=self._run, name="asap-supervisor", daemon=True)
         self._robot_thread = threading.Thread(target=self._watch_robot, name="asap-robot-state", daemon=True)
 
-    def _open_lowcmd_channels(self, domain: int, interface: str) -> Any:
-        """rt/lowcmd writer (created now, so a takeover needs no discovery) and raw readers."""
+    def _open_channels(self, domain: int, interface: str) -> None:
+        """rt/lowcmd and grant writers (created now, so a takeover needs no discovery) and raw readers."""
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
-        from asap_ros.dds import PolledReader, RawReader, RawWriter, init_channels
+        from asap_ros.runtime.arbitration import (
+            BEAT_QOS,
+            BEAT_TOPIC,
+            GRANT_QOS,
+            GRANT_TOPIC,
+            DeployBeat_,
+            SupervisorGrant_,
+        )
+        from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, init_channels
 
         init_channels(domain, interface)
-        writer = RawWriter("rt/lowcmd", LowCmd_)
+        self._writer = RawWriter(LOWCMD_TOPIC, LowCmd_)
+        self._grants = RawWriter(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS)
         # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per LowState;
         # rt/lowcmd from other processes only: this process's own damping stream is not the deploy's
-        self._lowstate = PolledReader("rt/lowstate", LowState_)
-        self._lowcmd_reader = RawReader("rt/lowcmd", LowCmd_, self._on_lowcmd, ignore_local=True)
-        return writer
+        self._lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)
+        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._on_lowcmd, ignore_local=True)
+        self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._on_beat, qos=BEAT_QOS)
 
     # --- inputs (DDS and executor threads) ---------------------------------------------
     def _watch_robot(self) -> None:
@@ -213,21 +160,36 @@ class SupervisorNode:
         if self._combo.update(decode_remote(record["wireless_remote"].tobytes())):
             self.estop(f"wireless remote {'+'.join(sorted(self._combo.combo))}")
 
-    def _on_lowcmd(self, payload: bytes, stamp_ns: int) -> None:
-        if self.state == TAKEOVER:
-            return  # our own stream (or a recovered deploy): the takeover holds until reset
+    def _on_lowcmd(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         try:
             damping = lowcmd_is_damping(LOWCMD_WIRE.from_cdr(payload))
         except ValueError:
             return  # malformed: not a command the robot would apply, so not a sign of life
         with self._lock:
-            self.watchdog.deploy_seen(stamp_ns)
-            if damping:
-                self.watchdog.damping_seen(stamp_ns)
+            pending = bool(self.watchdog.estop_since_ns)
+            self.watchdog.lowcmd_seen(time.monotonic_ns(), damping)
+            confirmed = pending and not self.watchdog.estop_since_ns
+        if confirmed:
+            self.node.get_logger().info("e-stop confirmed: the deploy node sends damping")
 
-    def _on_heartbeat(self, _msg: Any) -> None:
+    def _on_beat(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
+        """Each beat of the deploy node's control loop is answered with a grant while watching."""
+        try:
+            beat = decode_beat(payload)
+        except ValueError:
+            return
+        now = time.monotonic_ns()
         with self._lock:
-            self.watchdog.deploy_seen(time.time_ns())
+            if not self.watchdog.beat_received(beat, now):
+                return
+            pending = bool(self.watchdog.estop_since_ns)
+            state = Supervision.ESTOP if pending else Supervision.WATCHING
+            self._send_grant(Grant(state, beat.session, beat.seq, self.watchdog.lease_ns,
+                                   self.estop_source if pending else "", self.estops))
+            self.watchdog.grant_sent(now)
+
+    def _send_grant(self, grant: Grant) -> None:
+        self._grants.write(encode_grant(grant))
 
     def _on_deploy_process(self, msg: Any) -> None:
         """``host:pid`` of a (re)started deploy process: watch it for exit when on this host."""
@@ -265,26 +227,30 @@ class SupervisorNode:
             if self.state != TAKEOVER:
                 response.success, response.message = True, "not streaming damping; nothing to reset"
                 return response
-            if self.watchdog.exited or not self.watchdog.deploy_alive(time.time_ns()):
+            refusal = self.watchdog.release_refusal(time.monotonic_ns())
+            if refusal is not None:
                 response.success = False
-                response.message = (f"reset refused: {self.watchdog.exited or 'no heartbeat from the deploy node'}; "
-                                    "damping continues until a deploy node runs again")
+                response.message = f"reset refused: {refusal}; damping continues"
                 return response
             self.state, self.reason = WATCHING, ""
-            self.watchdog.estop_since_ns = 0
+            self.watchdog.release(self._last_write_ns)
             self._forward_pending = False
-            self.watchdog.exited = None
+            self._send_grant(Grant(Supervision.WATCHING, 0, 0, self.watchdog.lease_ns, "", self.estops))
         self._publish_state()
-        response.success, response.message = True, "stopped streaming damping; watching again"
+        response.success, response.message = True, "stopped streaming damping; the deploy node may write again"
         return response
 
     def estop(self, source: str) -> bool:
-        """E-stop from any source: forward to the deploy node (True if it was reachable now;
-        else retried until it acknowledges) and expect damping on rt/lowcmd within
-        ``estop_obey_ms``."""
+        """E-stop from any source: in the next grant and forwarded to the deploy node (True if it
+        was reachable now; else retried until it acknowledges); damping must follow on rt/lowcmd
+        within ``estop_obey_ms``."""
         self.node.get_logger().warning(f"e-stop from {source}")
         with self._lock:
-            self.watchdog.estop_requested(time.time_ns())
+            if self.state == TAKEOVER:
+                return False  # already streaming damping; the takeover holds every deploy process
+            self.watchdog.estop_requested(time.monotonic_ns())
+            self.estop_source = f"e-stop from {source}"
+            self.estops += 1
             self._forward_pending = True
         self._wake.set()
         return self._forward()
@@ -314,7 +280,7 @@ class SupervisorNode:
 
     def _retry_forward(self) -> None:
         """Re-send an unacknowledged e-stop (watchdog thread, every ``FORWARD_RETRY_S``)."""
-        if not self._forward_pending:
+        if not self._forward_pending or self.state == TAKEOVER:
             return
         waited_s = time.monotonic() - self._forward_sent_s
         in_flight = self._forward_in_flight()
@@ -327,7 +293,7 @@ class SupervisorNode:
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:
         """Start the watchdog and robot-state threads; start-up objects are frozen out of garbage
-        collection (as in :meth:`asap_ros.control_loop.ControlLoop.start`) so no collection
+        collection (as in :meth:`asap_ros.runtime.control_loop.ControlLoop.start`) so no collection
         stalls a takeover."""
         gc.freeze()
         self._thread.start()
@@ -338,42 +304,56 @@ class SupervisorNode:
         self._wake.set()
         self._thread.join(2.0)
         self._robot_thread.join(2.0)
+        for endpoint in (self._beat_reader, self._lowcmd_reader, self._lowstate):
+            endpoint.close()
 
     def _run(self) -> None:
+        repeat_at = 0.0
         while not self._stop.is_set():
             self._retry_forward()
             if self.state == TAKEOVER:
-                self._write_damping()
-                self._stop.wait(self._period_s)
+                if time.monotonic() >= repeat_at:
+                    repeat_at = time.monotonic() + self.TAKEOVER_REPEAT_S
+                    self._send_grant(Grant(Supervision.TAKEOVER, 0, 0, self.watchdog.lease_ns, self.reason))
+                with self._lock:
+                    first_write_ns = self.watchdog.first_write_ns()
+                if time.monotonic_ns() >= first_write_ns:
+                    self._write_damping()
+                    self._stop.wait(self._period_s)
+                else:  # the deploy node may still write: wait for its lease to run out, or its word
+                    self._stop.wait(min(self._period_s, (first_write_ns - time.monotonic_ns()) / 1e9))
                 continue
-            now = time.time_ns()
+            now = time.monotonic_ns()
             with self._lock:
                 reason = self.watchdog.due_reason(now)
                 next_ns = self.watchdog.next_check_ns(now, self.IDLE_CHECK_NS)
             if reason is not None and not self.watchdog.exited:
                 self._stop.wait(self.RECHECK_S)
                 with self._lock:
-                    reason = self.watchdog.due_reason(time.time_ns())
+                    reason = self.watchdog.due_reason(time.monotonic_ns())
             if reason is not None:
                 self._take_over(reason)
+                repeat_at = time.monotonic() + self.TAKEOVER_REPEAT_S
                 continue
-            timeout_s = max(0.0, (next_ns - time.time_ns()) / 1e9)
+            timeout_s = max(0.0, (next_ns - time.monotonic_ns()) / 1e9)
             self._wake.wait(min(timeout_s, self.FORWARD_RETRY_S) if self._forward_pending else timeout_s)
             self._wake.clear()
 
     def _take_over(self, reason: str) -> None:
+        """Stop granting and tell every deploy process, before anything slow (logging)."""
         with self._lock:
             self.state, self.reason = TAKEOVER, reason
-        self._write_damping()  # first command before any logging
+            self.watchdog.take_over()
+            self._forward_pending = False  # the TAKEOVER grant holds every deploy process
+        self._send_grant(Grant(Supervision.TAKEOVER, 0, 0, self.watchdog.lease_ns, reason))
         self.node.get_logger().error(f"taking over rt/lowcmd with damping: {reason}")
         self._publish_state()
-        if self._deploy_estop.service_is_ready():  # in case the deploy node comes back
-            self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
 
     def _write_damping(self) -> None:
         if self._mode_machine is None:
             return  # never heard the robot: a LowCmd needs its mode_machine
         self._writer.write(self._encoder.encode_cdr(self._damping, self._mode_machine))
+        self._last_write_ns = time.monotonic_ns()
         self.lowcmd_writes += 1
 
     # --- outputs ---------------------------------------------------------------------------

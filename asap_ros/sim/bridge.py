@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros import g1
+from asap_ros.core.quaternion import rpy_from_quat
+from asap_ros.core.state import NUM_MOTORS
+from asap_ros.g1.crc import record_crc
+from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_LAYOUT, LOWSTATE_WIRE, MOTOR_ENABLED, MOTOR_OFF
 from asap_ros.sim.motors import CommandGate, MotorCommand
 from asap_ros.sim.profile import SensorNoise
-from asap_ros.sim.rotations import perturb_quat, rpy_from_quat
-from asap_ros.state import NUM_MOTORS
+from asap_ros.sim.rotations import perturb_quat
 
 
 @dataclass
@@ -42,7 +44,7 @@ class LowCmdIntake:
         self._rng = rng
         self._lock = threading.Lock()
 
-    def on_payload(self, payload: bytes, _stamp_ns: int) -> None:
+    def on_payload(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         """DDS callback for one ``rt/lowcmd`` sample."""
         arrival_ns = time.monotonic_ns()
         with self._lock:
@@ -59,10 +61,10 @@ class LowCmdIntake:
     def _validated(self, payload: bytes) -> MotorCommand | None:
         """The command in ``payload``, or ``None`` after counting why it is refused."""
         try:
-            record = g1.LOWCMD_WIRE.from_cdr(payload)
+            record = LOWCMD_WIRE.from_cdr(payload)
         except ValueError as exc:
             return self._reject("malformed", str(exc))
-        if int(record["crc"]) != g1.record_crc(record):
+        if int(record["crc"]) != record_crc(record):
             return self._reject("bad_crc", "CRC mismatch")
         if int(record["mode_machine"]) != self.mode_machine:
             problem = f"mode_machine {int(record['mode_machine'])} != robot's {self.mode_machine}"
@@ -81,8 +83,8 @@ class LowCmdIntake:
 def command_problem(motors: np.ndarray) -> str:
     """Why a CRC-valid command's driven slots are unusable ("" if they are fine)."""
     modes = motors["mode"]
-    if not np.isin(modes, (g1.MOTOR_OFF, g1.MOTOR_ENABLED)).all():
-        bad = int(np.flatnonzero(~np.isin(modes, (g1.MOTOR_OFF, g1.MOTOR_ENABLED)))[0])
+    if not np.isin(modes, (MOTOR_OFF, MOTOR_ENABLED)).all():
+        bad = int(np.flatnonzero(~np.isin(modes, (MOTOR_OFF, MOTOR_ENABLED)))[0])
         return f"motor {bad}: mode {int(modes[bad])} is neither 0 (off) nor 1 (enabled)"
     for name in ("q", "dq", "tau", "kp", "kd"):
         values = motors[name]
@@ -96,7 +98,7 @@ def command_problem(motors: np.ndarray) -> str:
 
 def motor_command(motors: np.ndarray) -> MotorCommand:
     return MotorCommand(
-        enabled=motors["mode"] == g1.MOTOR_ENABLED,
+        enabled=motors["mode"] == MOTOR_ENABLED,
         q=motors["q"].astype(np.float64),
         dq=motors["dq"].astype(np.float64),
         tau=motors["tau"].astype(np.float64),
@@ -127,7 +129,7 @@ class LowStateEncoder:
     def __init__(self, mode_machine: int, noise: SensorNoise, rng: np.random.Generator):
         self.noise = noise
         self._rng = rng
-        self.record = np.zeros((), dtype=g1.LOWSTATE_LAYOUT)
+        self.record = np.zeros((), dtype=LOWSTATE_LAYOUT)
         self.record["mode_machine"] = mode_machine
         self._motors = self.record["motor_state"][:NUM_MOTORS]
         self._imu = self.record["imu_state"]
@@ -147,5 +149,5 @@ class LowStateEncoder:
         motors["ddq"] = reading.ddq
         motors["tau_est"] = reading.tau
         motors["temperature"] = np.round(reading.temperature_c)[:, None]  # winding and casing sensors alike
-        self.record["crc"] = g1.record_crc(self.record)
-        return g1.LOWSTATE_WIRE.to_cdr(self.record)
+        self.record["crc"] = record_crc(self.record)
+        return LOWSTATE_WIRE.to_cdr(self.record)

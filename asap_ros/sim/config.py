@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from asap_ros.errors import ConfigError
-from asap_ros.paths import config_file
-from asap_ros.yaml_config import ConfigReader, load_config
+from asap_ros.config.paths import config_file
+from asap_ros.config.reader import ConfigReader, load_config
+from asap_ros.core.errors import ConfigError
 
 DEFAULT_FILE = "sim.yaml"
 MIN_PHYSICS_RATE_HZ = 200.0

@@ -10,15 +10,15 @@ from cyclonedds.qos import Qos
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
-from asap_ros.dds import close_entity, participant
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
+from asap_ros.runtime.dds import close_entity, participant
 from asap_ros.sim.dds_types import CONTROL_ACTIONS, CONTROL_TOPIC, SimControl_
 
 CONTROL_QOS = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(16))
 
 
 class SimControlClient:
-    """Sends :class:`SimControl_` requests; call :func:`asap_ros.dds.init_channels` first."""
+    """Sends :class:`SimControl_` requests; call :func:`asap_ros.runtime.dds.init_channels` first."""
 
     def __init__(self) -> None:
         dp = participant()

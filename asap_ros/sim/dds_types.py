@@ -23,7 +23,7 @@ BAND_RELEASE = "band_release"
 BAND_ATTACH = "band_attach"
 REMOTE_BUTTONS = "remote_buttons"
 """Press exactly these wireless-remote buttons: ``value`` is the 16-bit button field of
-``LowState.wireless_remote`` (bytes 2-3, see :mod:`asap_ros.remote`); 0 releases them all."""
+``LowState.wireless_remote`` (bytes 2-3, see :mod:`asap_ros.core.remote`); 0 releases them all."""
 CONTROL_ACTIONS = (BAND_LOWER, BAND_RAISE, BAND_RELEASE, BAND_ATTACH, REMOTE_BUTTONS)
 
 

@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 from asap_ros.sim.config import SimConfig, check_sim_config, load_sim_config
 
 

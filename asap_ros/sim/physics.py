@@ -9,7 +9,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from asap_ros.errors import ConfigError
+from asap_ros.core.errors import ConfigError
 from asap_ros.sim.config import BandConfig
 from asap_ros.sim.profile import RobotProfile
 from asap_ros.sim.rotations import cross

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.paths import config_file
-from asap_ros.yaml_config import ConfigReader, load_config
+from asap_ros.config.paths import config_file
+from asap_ros.config.reader import ConfigReader, load_config
 
 PROFILES_DIR = "profiles"
 _KEYS = {

@@ -24,16 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from cyclonedds.core import Listener
 from cyclonedds.pub import DataWriter
-from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
-from asap_ros.assets import asset_path
-from asap_ros.dds import RawReader, RawWriter, close_entity, init_channels, participant
-from asap_ros.errors import AsapError
-from asap_ros.paths import config_file
-from asap_ros.robot import load_robot_model
+from asap_ros.config.assets import asset_path
+from asap_ros.config.paths import config_file
+from asap_ros.config.robot import load_robot_model
+from asap_ros.core.errors import AsapError
+from asap_ros.core.state import NUM_MOTORS
+from asap_ros.g1.layout import LOWCMD_TOPIC, LOWSTATE_TOPIC
+from asap_ros.runtime.dds import RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import SimConfig
 from asap_ros.sim.control import CONTROL_QOS
@@ -42,21 +42,18 @@ from asap_ros.sim.dds_types import (
     BAND_LOWER,
     BAND_RAISE,
     BAND_RELEASE,
-    REMOTE_BUTTONS,
     CONTROL_ACTIONS,
     CONTROL_TOPIC,
     GROUND_TRUTH_TOPIC,
+    REMOTE_BUTTONS,
     GroundTruth_,
     SimControl_,
 )
-from asap_ros.sim.mocap import MocapStream
+from asap_ros.sim.mocap_stream import MocapStream
 from asap_ros.sim.motors import CommandGate, MotorModel, ThermalModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
-from asap_ros.state import NUM_MOTORS
 
-LOWSTATE_TOPIC = "rt/lowstate"
-LOWCMD_TOPIC = "rt/lowcmd"
 MAX_LAG_S = 0.05
 """Behind the deadline grid by more than this: restart the grid (counted as a resync)."""
 VIEWER_PERIOD_S = 1 / 60
@@ -97,6 +94,10 @@ class Simulator:
             self.mocap = MocapStream(config.mocap, domain, self._newest_pose, seeds[2])
         self._viewer_wanted = viewer
         self._viewer: Any = None
+        self._lowstate_writer: RawWriter | None = None
+        self._gt_writer: DataWriter | None = None
+        self._lowcmd_reader: RawReader | None = None
+        self._control_reader: RawReader | None = None
         self._requests: collections.deque[tuple[str, float]] = collections.deque()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -128,9 +129,7 @@ class Simulator:
         self._lowstate_writer = RawWriter(LOWSTATE_TOPIC, LowState_)
         self._gt_writer = DataWriter(dp, Topic(dp, GROUND_TRUTH_TOPIC, GroundTruth_))
         self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self.intake.on_payload)
-        control_topic = Topic(dp, CONTROL_TOPIC, SimControl_)
-        listener = Listener(on_data_available=self._on_control)
-        self._control_reader = DataReader(dp, control_topic, qos=CONTROL_QOS, listener=listener)
+        self._control_reader = RawReader(CONTROL_TOPIC, SimControl_, self._on_control, qos=CONTROL_QOS)
         if self.mocap is not None:
             self.mocap.start()
         self._thread = threading.Thread(target=self._run, name="asap-sim-physics", daemon=True)
@@ -154,10 +153,11 @@ class Simulator:
             if self._viewer is not None:
                 self._viewer.close()
                 self._viewer = None
-        self._lowcmd_reader.close()  # its thread runs from construction on
-        close_entity(self._control_reader)
-        self._lowstate_writer.close()
-        close_entity(self._gt_writer)
+        for endpoint in (self._lowcmd_reader, self._control_reader, self._lowstate_writer):
+            if endpoint is not None:
+                endpoint.close()
+        if self._gt_writer is not None:
+            close_entity(self._gt_writer)
 
     def __enter__(self) -> Simulator:
         self.start()
@@ -178,17 +178,14 @@ class Simulator:
             raise AsapError(f"simulator action {action}: value must be a finite length >= 0 m, got {value!r}")
         self._requests.append((action, value))
 
-    def _on_control(self, reader: DataReader | None) -> None:
-        if reader is None:  # called while the reader is being deleted
-            return
-        for sample in reader.take(16):
-            if not isinstance(sample, SimControl_):  # writer gone: instance-state notification
-                continue
-            try:
-                self.request(sample.action, sample.value)
-            except AsapError as exc:
-                self.controls_rejected += 1
-                self.last_control_problem = str(exc)
+    def _on_control(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
+        """RawReader handler (its own thread): one control request."""
+        try:
+            sample = SimControl_.deserialize(payload)
+            self.request(sample.action, sample.value)
+        except Exception as exc:  # malformed sample or refused request: counted, never applied
+            self.controls_rejected += 1
+            self.last_control_problem = str(exc)
 
     def _apply_requests(self) -> None:
         band, step = self.physics.band, self.config.band.lower_step_m

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from asap_ros.errors import AsapError
+from asap_ros.core.errors import AsapError
 
 CHROMIUM_ARGS = ("--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist", "--no-sandbox")
 VIEWPORT = {"width": 1100, "height": 700}

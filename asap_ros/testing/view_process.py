@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from asap_ros.paths import share_dir
+from asap_ros.config.paths import share_dir
 
 
 def free_port() -> int:

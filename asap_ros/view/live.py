@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-
 from asap_ros.view.reference import ReferencePoser
 from asap_ros.view.snapshot import NO_VALUE, BodyPose, Snapshot, TimingWindow
 
@@ -47,7 +46,7 @@ class _Steps:
         self.fault = ""
 
     def on_step(self, payload: bytes, _stamp_ns: int) -> None:
-        from asap_ros.dds_types import PolicyStep_
+        from asap_ros.runtime.step_topics import PolicyStep_
 
         step = PolicyStep_.deserialize(payload)
         with self.lock:
@@ -56,7 +55,7 @@ class _Steps:
             self.phase = float(step.phase) if step.motion_tick >= 0 else None
 
     def on_transition(self, payload: bytes, _stamp_ns: int) -> None:
-        from asap_ros.dds_types import ModeTransition_
+        from asap_ros.runtime.step_topics import ModeTransition_
 
         transition = ModeTransition_.deserialize(payload)
         with self.lock:
@@ -125,8 +124,8 @@ class LiveFeed:
     def __init__(self, topics: LiveTopics, poser: ReferencePoser) -> None:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
 
-        from asap_ros.dds import PolledReader, RawReader, init_channels
-        from asap_ros.dds_types import POLICY_STEP_TOPIC, TRANSITION_TOPIC, ModeTransition_, PolicyStep_
+        from asap_ros.runtime.dds import PolledReader, RawReader, init_channels
+        from asap_ros.runtime.step_topics import POLICY_STEP_TOPIC, TRANSITION_TOPIC, ModeTransition_, PolicyStep_
 
         init_channels(topics.domain, topics.interface)
         self._poser = poser
@@ -149,7 +148,7 @@ class LiveFeed:
         return BodyPose(position, quat, state.q), source
 
     def snapshot(self) -> Snapshot:
-        from asap_ros.g1 import decode_lowstate_cdr
+        from asap_ros.g1.codec import decode_lowstate_cdr
 
         payload, stamp_ns = self._lowstate.newest()
         state = decode_lowstate_cdr(payload, stamp_ns) if payload is not None else None

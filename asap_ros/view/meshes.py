@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.errors import AssetError
+from asap_ros.core.errors import AssetError
 
 DEFAULT_CELL_M = 0.005
 

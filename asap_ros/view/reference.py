@@ -2,7 +2,7 @@
 
 The clip time is the step's phase times the clip's duration (as the tracking metrics sample
 it); its root is put on the robot's root at the run's first step (same x, y and heading, as
-:func:`asap_ros.kinematics.align_start` does for the metrics).
+:func:`asap_ros.tracking.kinematics.align_start` does for the metrics).
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from asap_ros.clip import MotionClip, load_clip
-from asap_ros.kinematics import DRIVEN_MOTORS, PlanarAlignment, align_start, sample_clip
-from asap_ros.state import NUM_MOTORS
+from asap_ros.config.clip import MotionClip, load_clip
+from asap_ros.core.state import NUM_MOTORS
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS, PlanarAlignment, align_start, sample_clip
 from asap_ros.view.snapshot import BodyPose
 
 
 def clips_of_policies(spec_files: Iterable[str | os.PathLike], assets_dir: str | None = None) -> dict[str, MotionClip]:
     """Motion name -> clip of each motion-tracking policy spec (standing actors have none)."""
-    from asap_ros.policy_spec import load_policy_spec
+    from asap_ros.config.policy_spec import load_policy_spec
 
     clips = {}
     for spec_file in spec_files:

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.clip import MotionClip, load_clip
-from asap_ros.errors import ConfigError
-from asap_ros.kinematics import DRIVEN_MOTORS, sample_clip
+from asap_ros.config.clip import MotionClip, load_clip
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.state import NUM_MOTORS
 from asap_ros.recording import topics
 from asap_ros.recording.episodes import Episode
-from asap_ros.state import NUM_MOTORS
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS, sample_clip
 from asap_ros.view.reference import ReferencePoser
 from asap_ros.view.snapshot import NO_VALUE, BodyPose, Snapshot, timing_of
 
@@ -136,7 +136,7 @@ def _steps(bag: Any, lowstate_tick: np.ndarray, lowstate_q: np.ndarray) -> StepT
 def _session_clips(info: dict, assets_dir: str | None) -> dict[str, MotionClip]:
     """The clips the session's policies tracked, from the files the session names (where they
     are on this machine), else from the package's spec of the same name."""
-    from asap_ros.paths import policies_dir
+    from asap_ros.config.paths import policies_dir
     from asap_ros.view.reference import clips_of_policies
 
     clips: dict[str, MotionClip] = {}

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asap_ros.tracking import BodyPose
+from asap_ros.tracking.evaluation import BodyPose
 
 NO_VALUE = "—"
 

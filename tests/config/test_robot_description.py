@@ -8,11 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from asap_ros.config.robot import load_robot_model
 from asap_ros.config.robot_description import (
-    RobotDescription, load_robot_description, matrix_to_quat_wxyz, quat_wxyz_matrix, root_pose,
+    RobotDescription,
+    load_robot_description,
+    matrix_to_quat_wxyz,
+    quat_wxyz_matrix,
+    root_pose,
 )  # fmt: skip
-from asap_ros.errors import ConfigError
-from asap_ros.robot import load_robot_model
+from asap_ros.core.errors import ConfigError
 
 
 @pytest.fixture(scope="module")

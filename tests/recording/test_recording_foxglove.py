@@ -15,8 +15,8 @@ from urllib.request import url2pathname
 
 import pytest
 
-from asap_ros.paths import config_file
-from asap_ros.robot import load_robot_model
+from asap_ros.config.paths import config_file
+from asap_ros.config.robot import load_robot_model
 
 LAYOUT = "foxglove_layout.json"
 TOPIC_KEYS = ("value", "topicPath", "topic", "topicToRender")

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from asap_ros.testing.browser import ViewBrowser, robot_mask, robot_region_change
+from asap_ros.testing.ros_system import System
 from asap_ros.testing.view_process import ViewProcess
-from ros_e2e import System
 
 MOTION = "APT_level1"
 """ASAP's longest clip (7.6 s): the software-rendered page needs seconds per screenshot."""
@@ -38,7 +38,7 @@ def fast_thermal_profile(folder: Path) -> Path:
     """The nominal profile with motors heating in seconds, not minutes (the thermal model is the
     simulator's; only its time constant is shortened): a kick warms the legs by several degrees,
     staying below the controller's limits."""
-    from asap_ros.paths import config_file
+    from asap_ros.config.paths import config_file
 
     data = yaml.safe_load(config_file("profiles/nominal.yaml").read_text())
     data["temperature"].update(time_constant_s=5.0, rise_at_limit_c=35.0)
@@ -56,7 +56,7 @@ def dds_participants() -> set:
     """Every participant on the domain, Cyclone's and Fast DDS's (rclpy) alike."""
     from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsParticipant
 
-    from asap_ros.dds import participant
+    from asap_ros.runtime.dds import participant
 
     return {sample.key for sample in BuiltinDataReader(participant(), BuiltinTopicDcpsParticipant).read(1000)}
 
@@ -64,7 +64,7 @@ def dds_participants() -> set:
 def dds_writers_of(participants: set) -> list[str]:
     from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
 
-    from asap_ros.dds import participant
+    from asap_ros.runtime.dds import participant
 
     reader = BuiltinDataReader(participant(), BuiltinTopicDcpsPublication)
     return sorted(s.topic_name for s in reader.read(1000) if s.participant_key in participants)
@@ -79,7 +79,7 @@ def page_temperatures(browser: ViewBrowser) -> dict[str, int]:
 def wait_page_shows_simulator_temperatures(browser: ViewBrowser, system: System, timeout_s: float = 30.0) -> dict[str, int]:
     """The 29 temperatures on the page, once every one is the simulator's (within
     :data:`TEMPERATURE_TOLERANCE_C`: both are rounded, and the page lags)."""
-    from asap_ros.robot import load_robot_model
+    from asap_ros.config.robot import load_robot_model
 
     names = load_robot_model().joint_names
     deadline = time.monotonic() + timeout_s

@@ -69,7 +69,7 @@ def test_timing_window_keeps_the_newest_steps():
 
 
 def test_the_ghost_starts_where_the_robot_started(assets):
-    from asap_ros.paths import policies_dir
+    from asap_ros.config.paths import policies_dir
     from asap_ros.view.reference import clips_of_policies
 
     poser = ReferencePoser(clips_of_policies([policies_dir() / "kick_level1.yaml"]))

@@ -1,0 +1,279 @@
+"""DDS set-up for unitree_sdk2py channels, and raw (pre-serialised) readers and writers.
+
+unitree_sdk2py's channel factory is process-global: :func:`init_channels` initialises it
+once per process (Cyclone DDS on the given network interface, ``lo`` for a simulator on this
+machine) and refuses a second, different domain or interface.
+
+:class:`RawWriter`, :class:`RawReader` and :class:`PolledReader` move XCDR1 bytes on a typed
+topic without the Python (de)serialiser, which costs about 0.5 ms per hg ``LowState_``: the
+simulator and the control loop use them with :mod:`asap_ros.g1.layout`'s wire layouts. Peers see
+ordinary samples of the topic's type.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+
+from cyclonedds._clayer import ddspy_take, ddspy_write  # the C layer under DataWriter.write / DataReader.take
+from cyclonedds.core import DDSException, GuardCondition, InstanceState, ReadCondition, SampleState, ViewState, WaitSet
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.pub import DataWriter
+from cyclonedds.qos import Policy, Qos
+from cyclonedds.sub import DataReader
+from cyclonedds.topic import Topic
+
+from asap_ros.core.errors import AsapError
+
+DEFAULT_INTERFACE = "lo"
+CLOSE_WAIT_S = 5.0
+"""How long closing a reader waits for its thread (a handler call in progress) to finish."""
+
+_lock = threading.Lock()
+_initialised: tuple[int, str] | None = None
+_participant: DomainParticipant | None = None
+
+
+def process_domain() -> int:
+    """A DDS domain id (1..200) derived from this process id, for isolated runs and tests."""
+    return 1 + os.getpid() % 200
+
+
+def init_channels(domain: int, interface: str = DEFAULT_INTERFACE) -> None:
+    """Initialise unitree_sdk2py's channel factory once for this process.
+
+    Repeating the same call is a no-op; a different domain or interface raises
+    :class:`AsapError` (the factory cannot be re-initialised).
+    """
+    global _initialised
+    if not 0 <= domain <= 232:
+        raise AsapError(f"DDS domain id must be 0..232, got {domain}")
+    with _lock:
+        if _initialised == (domain, interface):
+            return
+        if _initialised is not None:
+            raise AsapError(
+                f"unitree channels already initialised on domain {_initialised[0]} interface "
+                f"{_initialised[1]!r} in this process; cannot switch to domain {domain} interface "
+                f"{interface!r} (use a separate process)"
+            )
+        from unitree_sdk2py.core.channel import ChannelFactoryInitialize
+
+        try:
+            ChannelFactoryInitialize(domain, interface)
+        except Exception as exc:  # the SDK raises a bare Exception
+            raise AsapError(f"DDS initialisation failed (domain {domain}, interface {interface!r}): {exc}") from exc
+        _initialised = (domain, interface)
+
+
+def initialised_domain() -> int:
+    """The domain :func:`init_channels` set up; :class:`AsapError` before it was called."""
+    if _initialised is None:
+        raise AsapError("DDS not initialised: call asap_ros.runtime.dds.init_channels(domain, interface) first")
+    return _initialised[0]
+
+
+def participant() -> DomainParticipant:
+    """This process's own participant on the initialised domain (for raw readers/writers)."""
+    global _participant
+    domain = initialised_domain()
+    with _lock:
+        if _participant is None:
+            _participant = DomainParticipant(domain)
+        return _participant
+
+
+class RawWriter:
+    """Writes already serialised XCDR1 samples (with encapsulation header) to a typed topic."""
+
+    def __init__(self, topic: str, idl_type: type, qos: Qos | None = None) -> None:
+        dp = participant()
+        self._writer = DataWriter(dp, Topic(dp, topic, idl_type), qos=qos)
+        self.written = 0
+        """Samples written so far (benchmarks compare it with what a recorder got)."""
+
+    def write(self, payload: bytes) -> None:
+        """Publish one sample; ``payload`` length must be a multiple of 4 (XCDR1 alignment)."""
+        ret = ddspy_write(self._writer._ref, payload)
+        if ret < 0:
+            raise DDSException(ret, "raw write")
+        self.written += 1
+
+    def matched(self) -> int:
+        """Number of matched readers."""
+        return len(self._writer.get_matched_subscriptions())
+
+    def close(self) -> None:
+        close_entity(self._writer)
+
+
+PayloadHandler = Callable[[bytes, int, int], None]
+"""``handler(payload, stamp_ns, writer)``: called on the reader's own thread for every received
+sample; ``writer`` is the DDS publication handle of the sample's writer (one per writer)."""
+
+
+_ANY_SAMPLE = SampleState.Any | ViewState.Any | InstanceState.Any
+
+
+def _waitset_on_new_data(dp: DomainParticipant, reader: DataReader) -> WaitSet:
+    """A waitset that wakes when ``reader`` has samples not yet taken."""
+    waitset = WaitSet(dp)
+    waitset.attach(ReadCondition(reader, SampleState.NotRead | ViewState.Any | InstanceState.Any))
+    return waitset
+
+
+class RawReader:
+    """Hands each received sample's XCDR1 bytes (with header) and its arrival stamp to a handler.
+
+    The handler runs on a thread of this reader, which waits in a waitset with the GIL
+    released; Cyclone's receive thread never runs Python. (A listener would: it then waits for
+    the GIL whenever another thread holds it, stalling all reception in the process, and a
+    write from this process on the same topic, which holds the GIL, would deadlock.) Samples
+    queue in the reader's history (``depth``) while the handler runs. A handler exception is
+    counted in ``handler_errors`` (the newest in ``last_handler_error``); the reader goes on.
+    """
+
+    def __init__(
+        self, topic: str, idl_type: type, handler: PayloadHandler, depth: int = 64, ignore_local: bool = False,
+        qos: Qos | None = None,
+    ) -> None:
+        """``qos`` is added to keep-last ``depth`` (and ignore-local), its policies winning."""
+        dp = participant()
+        policies = Qos(Policy.History.KeepLast(depth), *([Policy.IgnoreLocal.Participant] if ignore_local else []))
+        self._handler = handler
+        self._depth = depth
+        self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=policies + qos if qos else policies)
+        self._waitset = _waitset_on_new_data(dp, self._reader)
+        self._closing = GuardCondition(dp)
+        self._waitset.attach(self._closing)
+        self._stop = False
+        self._closed = False
+        self._closed_by_handler = False
+        self.handler_errors = 0
+        self.last_handler_error: str | None = None
+        self._thread = threading.Thread(target=self._run, name=f"dds {topic}", daemon=True)
+        self._thread.start()
+        _open_readers.add(self)
+
+    def _run(self) -> None:
+        self._read()
+        if self._closed_by_handler:  # nobody else can delete them once this thread has left
+            self._delete()
+
+    def _read(self) -> None:
+        while not self._stop:
+            self._waitset.wait(1_000_000_000)
+            stamp_ns = time.time_ns()
+            samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, self._depth)
+            if isinstance(samples, int):
+                raise DDSException(samples, "raw take")
+            for data, info in samples:
+                if info.valid_data and not self._stop:
+                    try:
+                        self._handler(data, stamp_ns, info.publication_handle)
+                    except Exception as exc:  # one bad sample must not end the reader
+                        self.handler_errors += 1
+                        self.last_handler_error = repr(exc)
+
+    def close(self) -> None:
+        """Stop the thread (after a running handler call returns), then delete the reader
+        (idempotent). A thread still running after ``CLOSE_WAIT_S`` keeps its entities: deleting
+        a waitset or reader that a thread is still using crashes the process."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop = True
+        self._closing.set(True)
+        if threading.current_thread() is self._thread:
+            self._closed_by_handler = True  # the thread deletes them on its way out
+            return
+        self._thread.join(CLOSE_WAIT_S)
+        if not self._thread.is_alive():
+            self._delete()
+
+    def _delete(self) -> None:
+        close_entity(self._waitset)
+        close_entity(self._closing)
+        close_entity(self._reader)
+
+
+_open_readers: weakref.WeakSet[RawReader] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_readers() -> None:
+    """A reader thread still waiting in Cyclone when the interpreter shuts Cyclone down crashes
+    the process: stop any reader its owner did not close."""
+    for reader in list(_open_readers):
+        reader.close()
+
+
+class PolledReader:
+    """The newest raw sample of a topic, taken by the thread that asks for it.
+
+    No listener: Cyclone's receive thread never waits for Python's GIL. (A Python listener at
+    the robot's 500 Hz stalls reception in the whole process whenever another thread holds the
+    GIL, and the control loop then finds no fresh state.) The waiting thread blocks in a waitset
+    with the GIL released. Same interface as :class:`asap_ros.runtime.control_loop.LatestState`; one
+    thread at a time. A sample is stamped when it is taken: on arrival for one that wakes
+    :meth:`next_arrival`, at most one reader poll late for one found already waiting.
+    """
+
+    def __init__(self, topic: str, idl_type: type, qos: Qos | None = None) -> None:
+        """``qos``: default keep-last 1 (the newest sample is all that is read)."""
+        dp = participant()
+        self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=qos or Qos(Policy.History.KeepLast(1)))
+        self._waitset = _waitset_on_new_data(dp, self._reader)
+        self._payload: bytes | None = None
+        self._stamp_ns = 0
+        self._in_use = threading.Lock()
+        """Held while taking or waiting: :meth:`close` never deletes the entities under a reader."""
+        self._closed = False
+
+    def _take(self) -> bool:
+        """Keep the newest valid sample waiting in the reader; False if there was none."""
+        samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, 4)
+        if isinstance(samples, int):
+            raise DDSException(samples, "raw take")
+        valid = [data for data, info in samples if info.valid_data]
+        if valid:
+            self._payload, self._stamp_ns = valid[-1], time.time_ns()
+        return bool(valid)
+
+    def newest(self) -> tuple[bytes | None, int]:
+        """``(payload, stamp_ns)`` of the newest sample (``None`` before the first)."""
+        with self._in_use:
+            if not self._closed:
+                self._take()
+            return self._payload, self._stamp_ns
+
+    def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int]:
+        """The first sample to arrive after this call, or the newest one after ``timeout_s``."""
+        with self._in_use:
+            if self._closed:
+                return self._payload, self._stamp_ns
+            self._take()  # waiting already: not the next arrival
+            deadline_ns = time.monotonic_ns() + int(timeout_s * 1e9)
+            while (left_ns := deadline_ns - time.monotonic_ns()) > 0:
+                self._waitset.wait(left_ns)
+                if self._take():
+                    break
+            return self._payload, self._stamp_ns
+
+    def close(self) -> None:
+        """Delete the reader once no thread is taking from it or waiting on it (idempotent)."""
+        with self._in_use:
+            if self._closed:
+                return
+            self._closed = True
+            close_entity(self._waitset)
+            close_entity(self._reader)
+
+
+def close_entity(entity) -> None:
+    """Delete a cyclonedds entity now instead of at garbage collection (idempotent)."""
+    entity.__del__()

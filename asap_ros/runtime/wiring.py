@@ -1,0 +1,72 @@
+"""The one wiring of the control step to DDS, used by ``asap_deploy`` and ``asap-ros sim``:
+``rt/lowstate`` reader -> :class:`~asap_ros.runtime.control_loop.ControlLoop` -> ``rt/lowcmd``
+writer, and (optionally) every step and transition on ``rt/asap/*`` for the recorder.
+
+The control thread takes ``rt/lowstate`` from its :class:`~asap_ros.runtime.dds.PolledReader`
+itself and writes raw XCDR1 through a :class:`~asap_ros.runtime.dds.RawWriter`; the step
+publisher runs as a sink, off the control path. ``with`` (or :meth:`close`) stops the loop and
+closes the endpoints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asap_ros.core.controller import Controller
+from asap_ros.g1.layout import LOWCMD_TOPIC, LOWSTATE_TOPIC
+from asap_ros.runtime.control_loop import ControlLoop
+
+
+class DdsControl:
+    """A control loop for ``controller`` on this process's DDS domain.
+
+    ``loop_options`` go to :class:`ControlLoop` (period, waits, priority, CPUs).
+    ``publish_steps``: also publish :mod:`asap_ros.runtime.step_topics` (what the recorder reads).
+    ``supervised``: write ``rt/lowcmd`` only under ``asap_supervisor``'s lease
+    (:class:`~asap_ros.runtime.arbitration.LowCmdArbiter`; DAMPING latched two control periods
+    before an unanswered lease runs out).
+    """
+
+    def __init__(
+        self, controller: Controller, domain: int, interface: str, publish_steps: bool = True,
+        supervised: bool = False, **loop_options: Any,
+    ) -> None:
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
+
+        from asap_ros.runtime.arbitration import LowCmdArbiter
+        from asap_ros.runtime.dds import PolledReader, RawWriter, init_channels
+        from asap_ros.runtime.step_topics import PolicyStepPublisher
+
+        init_channels(domain, interface)
+        self._closers: list[Any] = []
+        self.lowcmd = RawWriter(LOWCMD_TOPIC, LowCmd_)
+        self._closers.append(self.lowcmd)
+        self.lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)  # read by the control thread itself
+        self._closers.append(self.lowstate)
+        self.arbiter: Any = None
+        if supervised:
+            self.arbiter = LowCmdArbiter(damping_margin_ns=2 * int(loop_options.get("period_s", 0.02) * 1e9))
+            self._closers.append(self.arbiter)
+        self.loop = ControlLoop(controller, self.lowcmd.write, states=self.lowstate, arbiter=self.arbiter,
+                                **loop_options)
+        self.steps = PolicyStepPublisher() if publish_steps else None
+        if self.steps is not None:
+            self._closers.append(self.steps)
+            self.loop.add_sink(self.steps.publish_record)
+
+    def written(self) -> dict[str, int]:
+        """Samples written so far per DDS topic (benchmarks compare them with what a recorder got)."""
+        return {LOWCMD_TOPIC: self.lowcmd.written, **(self.steps.written if self.steps is not None else {})}
+
+    def close(self) -> None:
+        """Stop the loop (if started), then close the endpoints, newest first."""
+        self.loop.stop()
+        for endpoint in reversed(self._closers):
+            endpoint.close()
+        self._closers.clear()
+
+    def __enter__(self) -> DdsControl:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

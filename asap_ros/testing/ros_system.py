@@ -1,0 +1,401 @@
+"""End-to-end harness: simulated G1 in this process, asap_deploy and asap_supervisor as real
+processes, an independent rt/lowcmd observer, and rclpy service calls. Used by
+the ROS end-to-end tests and the ``benchmarks/`` scripts.
+
+Everything runs on one DDS domain (unitree channels and ROS_DOMAIN_ID alike) on loopback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+TAKEOVER = "TAKEOVER"
+TEST_DEPLOY_PARAMS = {
+    "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
+    "realtime_priority": 80,
+    # Tolerances for a 2-core machine shared with the simulator and other test runs (timing is
+    # reported by benchmarks/, not judged here) and for the simulator's pelvis-only band, in
+    # which a robot holding its default pose swings up to ~45 deg.
+    "late_after_ms": 50.0, "max_state_age_ms": 1000.0, "max_tilt_deg": 170.0,
+}
+
+
+def stiff_controller_config(folder: Path) -> Path:
+    """The package controller config with full stand-up gains from the first step, some PASSIVE
+    damping and wider joint speed/position margins: the robot in the simulator's pelvis-only
+    band tips over when limp and swings when held (knee speeds above the 20 rad/s limit)."""
+    import yaml
+
+    from asap_ros.config.paths import config_file
+
+    data = yaml.safe_load(config_file("controller.yaml").read_text())
+    data["stand_up"]["kp_start_fraction"] = 1.0
+    data["passive"]["kd"] = 5.0
+    data["safety"]["velocity_limit_factor"] = 3.0
+    data["safety"]["position_margin_rad"] = 0.5
+    path = folder / "controller_stiff.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@dataclasses.dataclass
+class LowCmdSample:
+    stamp_ns: int
+    writer: int
+    """DDS publication handle of the writer (tells the deploy node from the supervisor)."""
+    damping: bool
+    """kp 0 on every G1 motor."""
+
+
+class LowCmdObserver:
+    """Records every rt/lowcmd sample with its arrival time and DDS writer (raw CDR, no
+    deserialiser), on a :class:`~asap_ros.runtime.dds.RawReader` thread: no Python on Cyclone's threads."""
+
+    def __init__(self) -> None:
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
+
+        from asap_ros.g1.layout import LOWCMD_TOPIC
+        from asap_ros.runtime.dds import RawReader
+
+        self.samples: list[LowCmdSample] = []
+        self._cond = threading.Condition()
+        self._reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._on_sample, depth=256)
+
+    def _on_sample(self, payload: bytes, stamp_ns: int, writer: int) -> None:
+        from asap_ros.g1.layout import LOWCMD_WIRE
+
+        if len(payload) != LOWCMD_WIRE.cdr_size:  # tests send malformed ones too
+            return
+        kp = LOWCMD_WIRE.from_cdr(payload)["motor_cmd"]["kp"][:29]
+        with self._cond:
+            self.samples.append(LowCmdSample(stamp_ns, writer, not kp.any()))
+            self._cond.notify_all()
+
+    def wait_for(self, predicate: Callable[[LowCmdSample], bool], after_ns: int, timeout_s: float) -> LowCmdSample | None:
+        """The first sample after ``after_ns`` satisfying ``predicate`` (waits up to ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                for sample in self.samples:
+                    if sample.stamp_ns >= after_ns and predicate(sample):
+                        return sample
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._cond.wait(left):
+                    return None
+
+    def between(self, start_ns: int, end_ns: int) -> list[LowCmdSample]:
+        """The samples that arrived in ``[start_ns, end_ns)``."""
+        with self._cond:
+            return [s for s in self.samples if start_ns <= s.stamp_ns < end_ns]
+
+    def writers_between(self, start_ns: int, end_ns: int) -> set[int]:
+        """Publication handles of the writers heard in ``[start_ns, end_ns)``."""
+        return {s.writer for s in self.between(start_ns, end_ns)}
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+def max_writers_in_window(samples: list[LowCmdSample], window_ns: int = 20_000_000) -> int:
+    """The most distinct writers among samples that arrived within any ``window_ns`` of each other."""
+    most, start = 0, 0
+    for end, sample in enumerate(samples):
+        while sample.stamp_ns - samples[start].stamp_ns >= window_ns:
+            start += 1
+        most = max(most, len({s.writer for s in samples[start:end + 1]}))
+    return most
+
+
+DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "os.getppid() == int(sys.argv[1]) or sys.exit('parent gone')\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def dying_with_this_process(args: list[str]) -> list[str]:
+    """``args`` run so that the kernel kills the child when this process dies, however it dies
+    (``PR_SET_PDEATHSIG``, kept across ``exec``): a crashed test run leaves no node behind on a
+    DDS domain that a later run may reuse. Start the child from the main thread (the signal
+    follows the thread that forked it)."""
+    return [sys.executable, "-c", DIE_WITH_PARENT, str(os.getpid()), *args]
+
+
+def node_process(module: str, domain: int, params: dict[str, Any], log: Path) -> subprocess.Popen:
+    """Start ``python -m asap_ros.ros.<module>`` with ``-p`` overrides on ``domain``."""
+    args = [sys.executable, "-m", f"asap_ros.ros.{module}", "--ros-args", "-p", f"dds_domain:={domain}"]
+    for name, value in params.items():
+        args += ["-p", f"{name}:={value}"]
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
+    return subprocess.Popen(dying_with_this_process(args), env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+class RosClient:
+    """rclpy in this process: Trigger calls, latched mode, parameter calls."""
+
+    def __init__(self, domain: int) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from std_msgs.msg import String
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node(f"e2e_client_{os.getpid()}", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.latched: dict[str, str] = {}
+        qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        for topic in ("/asap_deploy/mode", "/asap_deploy/fault", "/asap_supervisor/state"):
+            self.node.create_subscription(String, topic, lambda m, t=topic: self.latched.__setitem__(t, m.data), qos)
+        self._clients: dict[str, Any] = {}
+
+    def spin_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.02)
+        return True
+
+    def wait_mode(self, mode: str, timeout_s: float) -> bool:
+        return self.spin_until(lambda: self.latched.get("/asap_deploy/mode") == mode, timeout_s)
+
+    def _trigger_client(self, service: str, timeout_s: float = 5.0) -> Any:
+        """A Trigger client (one per service, reused) whose service is available."""
+        from std_srvs.srv import Trigger
+
+        client = self._clients.get(service)
+        if client is None:
+            client = self._clients[service] = self.node.create_client(Trigger, service)
+        assert client.wait_for_service(timeout_sec=timeout_s), f"{service} not available"
+        return client
+
+    def trigger(self, service: str, timeout_s: float = 5.0) -> tuple[bool, str]:
+        """Call a Trigger service; AssertionError if unreachable or unanswered."""
+        from std_srvs.srv import Trigger
+
+        client = self._trigger_client(service, timeout_s)
+        future = client.call_async(Trigger.Request())
+        assert self.spin_until(future.done, timeout_s), f"{service} did not answer"
+        return future.result().success, future.result().message
+
+    def trigger_at(self, service: str) -> tuple[int, tuple[bool, str]]:
+        """``(time.time_ns() just before sending, result)`` of a Trigger call to a ready service."""
+        from std_srvs.srv import Trigger
+
+        client = self._trigger_client(service)
+        sent = time.time_ns()
+        future = client.call_async(Trigger.Request())
+        assert self.spin_until(future.done, 5.0), f"{service} did not answer"
+        return sent, (future.result().success, future.result().message)
+
+    def set_parameter(self, node: str, name: str, value: Any) -> tuple[bool, str]:
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+
+        client = self.node.create_client(SetParameters, f"/{node}/set_parameters")
+        assert client.wait_for_service(timeout_sec=5.0)
+        future = client.call_async(SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()]))
+        assert self.spin_until(future.done, 5.0)
+        result = future.result().results[0]
+        return result.successful, result.reason
+
+    def get_parameter(self, node: str, name: str) -> Any:
+        from rcl_interfaces.srv import GetParameters
+        from rclpy.parameter import parameter_value_to_python
+
+        client = self.node.create_client(GetParameters, f"/{node}/get_parameters")
+        assert client.wait_for_service(timeout_sec=5.0)
+        future = client.call_async(GetParameters.Request(names=[name]))
+        assert self.spin_until(future.done, 5.0)
+        return parameter_value_to_python(future.result().values[0])
+
+    def close(self) -> None:
+        import rclpy
+
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+def make_simulator(domain: int, lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0,
+                   profile: str | None = None) -> Any:
+    """The simulated G1 (mocap off unless ``mocap_rate_hz``; ``profile``: a robot profile name or
+    YAML path instead of the configured one) on ``domain``, hanging in its elastic band; not started.
+
+    The band holds only the pelvis position: a limp (PASSIVE) robot tips over within a second,
+    so a Stand must follow the start of the simulator (or a Reset) at once.
+    """
+    from asap_ros.sim.config import load_sim_config
+    from asap_ros.sim.simulator import Simulator
+
+    base = load_sim_config()
+    config = dataclasses.replace(base, lowstate_rate_hz=lowstate_rate_hz, profile=profile or base.profile,
+                                 mocap=dataclasses.replace(base.mocap, rate_hz=mocap_rate_hz))
+    return Simulator(config, domain)
+
+
+class System:
+    """Simulator + observer + client in this process; deploy and supervisor as processes."""
+
+    def __init__(self, domain: int, logs: Path, deploy_params: dict[str, Any] | None = None,
+                 supervisor_params: dict[str, Any] | None = None, sim: bool = True,
+                 lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0, sim_profile: str | None = None) -> None:
+        from asap_ros.runtime.dds import init_channels
+
+        init_channels(domain, "lo")
+        self.domain, self.logs = domain, logs
+        self.deploy_params = {**TEST_DEPLOY_PARAMS, "controller_config": str(stiff_controller_config(logs)),
+                              **(deploy_params or {})}
+        self.supervisor_params = supervisor_params or {}
+        self.sim = make_simulator(domain, lowstate_rate_hz, mocap_rate_hz, sim_profile) if sim else None
+        self.lowcmd = LowCmdObserver()
+        self.ros = RosClient(domain)
+        self.deploy: subprocess.Popen | None = None
+        self.supervisor: subprocess.Popen | None = None
+        self._deploy_runs = 0
+
+    def start_deploy(self, mode: str = "PASSIVE") -> None:
+        """Start asap_deploy and wait for ``mode`` (DAMPING when it starts during a takeover)."""
+        self._deploy_runs += 1
+        self.ros.latched.pop("/asap_deploy/mode", None)
+        self.deploy = node_process("deploy_node", self.domain, self.deploy_params,
+                                   self.logs / f"deploy{self._deploy_runs}.log")
+        assert self.ros.wait_mode(mode, 60.0), (self.ros.latched, self.log("deploy"))
+
+    def start_supervisor(self) -> None:
+        self.supervisor = node_process("supervisor_node", self.domain, self.supervisor_params,
+                                       self.logs / "supervisor.log")
+        assert self.ros.spin_until(lambda: "/asap_supervisor/state" in self.ros.latched, 30.0), self.log("supervisor")
+
+    def log(self, which: str) -> str:
+        files = sorted(self.logs.glob(f"{which}*.log"))
+        return files[-1].read_text()[-3000:] if files else "(no log)"
+
+    def start(self) -> None:
+        """Supervisor and deploy node first, then the simulator, then Stand at once."""
+        self.start_supervisor()
+        self.start_deploy()
+        if self.sim is not None:
+            self.sim.start()
+        self.stand()
+
+    def stand(self) -> None:
+        """Stand as soon as the deploy node has a healthy state, then wait for HOLD."""
+        deadline = time.monotonic() + 5.0
+        while not (result := self.ros.trigger("/asap_deploy/stand"))[0] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert result[0], result[1]
+        assert self.ros.wait_mode("HOLD", 30.0), f"never reached HOLD: {self.ros.latched}\n{self.log('deploy')}"
+
+    def track(self, motion_service: str = "/asap_deploy/start") -> None:
+        """HOLD -> start -> TRACKING."""
+        ok, message = self.ros.trigger(motion_service)
+        assert ok, message
+        assert self.ros.wait_mode("TRACKING", 30.0), f"never reached TRACKING: {self.ros.latched}\n{self.log('deploy')}"
+
+    def hand_back_and_stand(self) -> None:
+        """After a takeover: supervisor reset (the deploy node is in DAMPING), deploy reset, Stand."""
+        assert self.ros.spin_until(lambda: self.ros.trigger("/asap_supervisor/reset")[0], 10.0), self.ros.latched
+        assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state") == "WATCHING", 5.0)
+        assert self.ros.spin_until(lambda: self.ros.trigger("/asap_deploy/reset")[0], 5.0), self.ros.latched
+        self.stand()
+
+    def ensure_holding(self) -> None:
+        """Whatever an earlier test left (a takeover, a dead or damped deploy node): back to HOLD
+        with the supervisor watching, so each test starts from the same state."""
+        self.ros.spin_until(lambda: False, 0.2)  # the latched topics as they are now
+        if self.deploy is None or self.deploy.poll() is not None:
+            self.start_deploy("DAMPING" if self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER)
+                              else "PASSIVE")
+        if self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER):
+            self.hand_back_and_stand()
+            return
+        mode = self.ros.latched.get("/asap_deploy/mode")
+        if mode == "DAMPING":
+            self.reset_and_stand()
+        elif mode == "PASSIVE":
+            self.stand()
+        elif mode in ("PREPARE", "TRACKING"):
+            ok, message = self.ros.trigger("/asap_deploy/stop")
+            assert ok, message
+        assert self.ros.wait_mode("HOLD", 30.0), self.ros.latched
+
+    def reset_and_stand(self) -> None:
+        """DAMPING -> Reset -> PASSIVE -> Stand at once (the limp robot would tip over)."""
+        ok, message = self.ros.trigger("/asap_deploy/reset")
+        assert ok, message
+        self.stand()
+
+    def kill_deploy(self) -> int:
+        """``kill -9`` the deploy process; returns the time just before the signal."""
+        assert self.deploy is not None
+        killed_at = time.time_ns()
+        os.kill(self.deploy.pid, signal.SIGKILL)
+        self.deploy.wait(10)
+        return killed_at
+
+    def close(self) -> None:
+        for process in (self.supervisor, self.deploy):  # supervisor first: a stopping deploy is no takeover
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(5)
+        self.ros.close()
+        self.lowcmd.close()
+        if self.sim is not None:
+            self.sim.stop()
+
+
+def holding(system: System) -> System:
+    """The body of an autouse fixture: every test of a module starts in HOLD, supervisor watching."""
+    system.ensure_holding()
+    return system
+
+
+def started_system(domain: int, logs: Path) -> Iterator[System]:
+    """A started :class:`System`, closed afterwards (the body of a module-scoped fixture)."""
+    system = System(domain, logs)
+    try:
+        system.start()
+        yield system
+    finally:
+        system.close()
+
+
+def distribution_ms(values_ns: list[int]) -> str:
+    """``n, p50, p90, max`` in milliseconds, one line."""
+    ms = np.asarray(values_ns, dtype=np.float64) / 1e6
+    p50, p90, pmax = np.percentile(ms, [50, 90, 100])
+    return f"n={len(ms)} p50={p50:.2f} ms p90={p90:.2f} ms max={pmax:.2f} ms"
+
+
+def track_or_recover(system: System, faults: list[str], trials: int) -> bool:
+    """Start tracking; after a safety fault on the way, reset, stand and report False."""
+    try:
+        system.track()
+        return True
+    except AssertionError:
+        faults.append(system.ros.latched.get("/asap_deploy/fault", "?").split(" speed")[0])
+        if len(faults) > trials:
+            raise SystemExit(f"too many faults: {faults[-3:]}") from None
+        system.reset_and_stand()
+        return False

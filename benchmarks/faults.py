@@ -1,0 +1,124 @@
+"""Fault injection on the simulated G1: every failure ends in damping (or HOLD) from exactly one writer.
+
+asap_deploy and asap_supervisor run as real processes against the simulated G1 over real DDS;
+an independent rt/lowcmd reader attributes every sample to its DDS writer (publication handle).
+Each scenario provokes one fault and prints: the time from the fault to the first damping (or
+HOLD) command on the bus, the most distinct writers seen on rt/lowcmd in any 20 ms window
+(must be 1), and the reason the operator sees (deploy fault, supervisor state).
+
+    .venv/bin/python benchmarks/faults.py [--only NAME ...] [--long-hang-s 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from asap_ros.runtime.dds import process_domain
+from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window
+
+
+@dataclass
+class Row:
+    scenario: str
+    to_safe_ms: float | None
+    """Fault -> first damping (or HOLD) command on rt/lowcmd; None: none seen."""
+    writers: int
+    reason: str
+
+
+def operator_view(system: System) -> str:
+    latched = system.ros.latched
+    system.ros.spin_until(lambda: False, 0.3)
+    fault = latched.get("/asap_deploy/fault", "") or "-"
+    return f"deploy {latched.get('/asap_deploy/mode', '?')}: {fault} | supervisor {latched.get('/asap_supervisor/state', '?')}"
+
+
+def observe(system: System, name: str, fault_at_ns: int, settle_s: float = 1.0,
+            safe: Callable = lambda s: s.damping) -> Row:
+    """The row of a fault injected at ``fault_at_ns`` (wall clock, as the observer's stamps)."""
+    first = system.lowcmd.wait_for(safe, fault_at_ns, 10.0)
+    time.sleep(settle_s)
+    samples = system.lowcmd.between(fault_at_ns - 1_000_000_000, time.time_ns())
+    return Row(name, (first.stamp_ns - fault_at_ns) / 1e6 if first else None, max_writers_in_window(samples),
+               operator_view(system))
+
+
+def hang(seconds: float) -> Callable[[System], Row]:
+    def scenario(system: System) -> Row:
+        system.track()
+        stopped_at = time.time_ns()
+        os.kill(system.deploy.pid, signal.SIGSTOP)
+        time.sleep(seconds)
+        os.kill(system.deploy.pid, signal.SIGCONT)
+        return observe(system, f"SIGSTOP {seconds:g} s, then SIGCONT", stopped_at, settle_s=2.0)
+    return scenario
+
+
+def kill_9(system: System) -> Row:
+    system.track()
+    return observe(system, "kill -9 while tracking", system.kill_deploy())
+
+
+def restart_during_takeover(system: System) -> Row:
+    system.track()
+    killed_at = system.kill_deploy()
+    system.lowcmd.wait_for(lambda s: s.damping, killed_at, 10.0)
+    system.start_deploy("DAMPING")
+    env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
+    stand = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "stand"], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    row = observe(system, "kill -9, deploy restarted during the takeover", killed_at, settle_s=2.0)
+    row.reason += f" | ctl stand: {stand.stdout.strip()}"
+    return row
+
+
+def scenarios(long_hang_s: float) -> dict[str, Callable[[System], Row]]:
+    return {
+        "hang": hang(2.0),
+        "long-hang": hang(long_hang_s),
+        "kill": kill_9,
+        "restart": restart_during_takeover,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="scenario names (default: all)")
+    parser.add_argument("--long-hang-s", type=float, default=25.0)
+    parser.add_argument("--domain", type=int, default=process_domain())
+    args = parser.parse_args()
+    table = scenarios(args.long_hang_s)
+    chosen = args.only or list(table)
+    unknown = sorted(set(chosen) - set(table))
+    if unknown:
+        raise SystemExit(f"unknown scenario(s) {', '.join(unknown)} (known: {', '.join(table)})")
+    logs = Path(tempfile.mkdtemp(prefix="faults_"))
+    system = System(args.domain, logs)
+    rows: list[Row] = []
+    try:
+        system.start()
+        for name in chosen:
+            system.ensure_holding()
+            rows.append(table[name](system))
+            print(f"{name}: done", file=sys.stderr, flush=True)
+    finally:
+        system.close()
+    print("| scenario | fault -> first damping/HOLD command (ms) | max writers in a 20 ms window | what the operator sees |")
+    print("|---|---|---|---|")
+    for row in rows:
+        latency = f"{row.to_safe_ms:.1f}" if row.to_safe_ms is not None else "none"
+        print(f"| {row.scenario} | {latency} | {row.writers} | {row.reason} |")
+    print(f"(logs: {logs})")
+
+
+if __name__ == "__main__":
+    main()

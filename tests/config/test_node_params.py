@@ -1,0 +1,49 @@
+"""One validation system: a node parameter and the config-file key it overrides are held to the
+same bounds and refused with the same words."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from asap_ros.config.controller import SAFETY_BOUNDS, STAND_UP_DURATION_S, load_controller_config
+from asap_ros.config.node_params import DEPLOY_PARAMS, check_value
+from asap_ros.config.reader import ConfigReader
+from asap_ros.core.errors import ConfigError
+from asap_ros.core.safety import SafetyConfig
+
+DEPLOY = {spec.name: spec for spec in DEPLOY_PARAMS}
+
+
+def test_every_safety_threshold_has_its_bounds() -> None:
+    assert list(SAFETY_BOUNDS) == [f.name for f in dataclasses.fields(SafetyConfig)]
+
+
+@pytest.mark.parametrize("name", ["max_state_age_ms", "max_tilt_deg", "max_temperature_c", "max_start_temperature_c"])
+def test_deploy_overrides_use_the_controller_config_bounds(name: str) -> None:
+    spec = DEPLOY[name]
+    assert (spec.low, spec.high) == SAFETY_BOUNDS[name] and spec.zero_keeps
+    assert (DEPLOY["stand_up_duration_s"].low, DEPLOY["stand_up_duration_s"].high) == STAND_UP_DURATION_S
+
+
+@pytest.mark.parametrize("value", [1001.0, 0.5, "fast", float("nan"), True, 50.0, 1000.0, 1.0])
+def test_a_parameter_and_a_config_key_get_the_same_verdict(value) -> None:
+    """``max_state_age_ms`` (the disagreement the two systems had: no upper bound in the file)."""
+    low, high = SAFETY_BOUNDS["max_state_age_ms"]
+    reader = ConfigReader({"max_state_age_ms": value}, "controller.yaml")
+    outcomes = []
+    for check in (lambda: reader.float("max_state_age_ms", low=low, high=high),
+                  lambda: check_value(DEPLOY["max_state_age_ms"], value, "params")):
+        try:
+            outcomes.append(("ok", check()))
+        except ConfigError as exc:
+            outcomes.append(("refused", exc.problem.split(":")[0]))
+    assert outcomes[0] == outcomes[1], outcomes
+
+
+def test_the_shipped_controller_config_is_within_the_bounds() -> None:
+    safety = load_controller_config().safety
+    for name, (low, high) in SAFETY_BOUNDS.items():
+        value = getattr(safety, name)
+        assert (low is None or value >= low) and (high is None or value <= high), (name, value)

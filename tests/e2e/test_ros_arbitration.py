@@ -1,0 +1,114 @@
+"""Exactly one writer on rt/lowcmd: asap_deploy and asap_supervisor as real processes on the
+simulated G1, every rt/lowcmd sample attributed to its DDS writer (publication handle)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from asap_ros.testing.ros_system import ROOT, System, holding, max_writers_in_window, started_system
+
+
+@pytest.fixture(scope="module")
+def system(dds_domain, tmp_path_factory):
+    yield from started_system(dds_domain, tmp_path_factory.mktemp("arbitration_logs"))
+
+
+@pytest.fixture(autouse=True)
+def each_test_starts_holding(system):
+    holding(system)
+
+
+def deploy_writer(system: System) -> int:
+    sample = system.lowcmd.wait_for(lambda s: not s.damping, time.time_ns(), 5.0)
+    assert sample is not None, "no rt/lowcmd with stiffness from asap_deploy"
+    return sample.writer
+
+
+def taken_over(system: System) -> bool:
+    """The supervisor's latched state says TAKEOVER (read for up to 5 s)."""
+    return system.ros.spin_until(
+        lambda: system.ros.latched.get("/asap_supervisor/state", "").startswith("TAKEOVER"), 5.0)
+
+
+@pytest.mark.parametrize("hang_s", [2.0, 8.0])
+def test_a_hung_deploy_node_that_resumes_never_writes_beside_the_supervisor(system, hang_s):
+    system.track()
+    deploy = deploy_writer(system)
+    stopped_at = time.time_ns()
+    os.kill(system.deploy.pid, signal.SIGSTOP)
+    try:
+        takeover = system.lowcmd.wait_for(lambda s: s.writer != deploy, stopped_at, 5.0)
+        assert takeover is not None and takeover.damping, "the supervisor did not stream damping"
+        time.sleep(max(0.0, hang_s - (time.time_ns() - stopped_at) / 1e9))
+    finally:
+        os.kill(system.deploy.pid, signal.SIGCONT)
+    resumed_at = time.time_ns()
+    assert system.ros.spin_until(lambda: system.ros.latched.get("/asap_deploy/fault", "").startswith(
+        "e-stop: supervisor took over rt/lowcmd (deploy silent for"), 10.0), system.ros.latched
+    time.sleep(1.0)
+    samples = system.lowcmd.between(stopped_at - 500_000_000, time.time_ns())
+    after_takeover = [s for s in samples if s.stamp_ns >= takeover.stamp_ns]
+    assert {s.writer for s in after_takeover} == {takeover.writer}, "the resumed deploy node wrote rt/lowcmd"
+    assert max_writers_in_window(samples) == 1
+    assert system.ros.wait_mode("DAMPING", 5.0), system.ros.latched
+    assert taken_over(system), system.ros.latched
+    ok, message = system.ros.trigger("/asap_deploy/stand")
+    assert not ok and "reset the supervisor first" in message, message
+    print(f"\nSIGSTOP {hang_s:g} s: supervisor damping {(takeover.stamp_ns - stopped_at) / 1e6:.1f} ms after the stop; "
+          f"deploy resumed {(resumed_at - stopped_at) / 1e9:.1f} s later and wrote nothing")
+    system.hand_back_and_stand()
+    handed_back = time.time_ns()
+    time.sleep(0.5)
+    assert max_writers_in_window(system.lowcmd.between(handed_back - 1_000_000_000, time.time_ns())) == 1
+
+
+def test_a_deploy_node_restarted_during_a_takeover_refuses_stand_until_the_supervisor_resets(system):
+    deploy = deploy_writer(system)
+    killed_at = system.kill_deploy()
+    takeover = system.lowcmd.wait_for(lambda s: s.writer != deploy, killed_at, 5.0)
+    assert takeover is not None and takeover.damping
+    system.start_deploy("DAMPING")
+    env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
+    stand = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "stand"], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert stand.returncode == 1 and "Stand refused: supervisor took over rt/lowcmd" in stand.stdout, stand.stdout
+    time.sleep(1.0)
+    samples = system.lowcmd.between(killed_at - 500_000_000, time.time_ns())
+    assert {s.writer for s in samples if s.stamp_ns >= takeover.stamp_ns} == {takeover.writer}
+    assert max_writers_in_window(samples) == 1
+    assert taken_over(system), system.ros.latched
+    system.hand_back_and_stand()
+
+
+def test_supervisor_reset_is_refused_while_the_deploy_node_is_gone(system):
+    deploy = deploy_writer(system)
+    killed_at = system.kill_deploy()
+    assert system.lowcmd.wait_for(lambda s: s.writer != deploy, killed_at, 5.0) is not None
+    ok, message = system.ros.trigger("/asap_supervisor/reset")
+    assert not ok and "reset refused" in message, message
+    system.start_deploy("DAMPING")
+    system.hand_back_and_stand()
+
+
+def test_ctl_estop_does_not_wait_for_a_hung_deploy_node(system):
+    """With asap_deploy stopped, ``ctl estop`` reaches the supervisor at once and reports the
+    deploy node's missing answer after it, instead of asking the supervisor only afterwards."""
+    system.track()
+    env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
+    os.kill(system.deploy.pid, signal.SIGSTOP)
+    try:
+        estop = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "estop", "--timeout", "2"], env=env,
+                               cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert taken_over(system), system.ros.latched
+    finally:
+        os.kill(system.deploy.pid, signal.SIGCONT)
+    assert estop.returncode == 0, estop.stdout + estop.stderr
+    assert "estop via /asap_supervisor/estop: ok" in estop.stdout, estop.stdout
+    assert system.ros.wait_mode("DAMPING", 10.0)
+    system.hand_back_and_stand()

@@ -1,0 +1,160 @@
+"""asap_deploy + asap_supervisor as real processes against the simulated G1 over real DDS.
+
+Latencies are printed (``-s`` shows them), not asserted: the benchmarks report distributions.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from asap_ros.testing.ros_system import ROOT, System, distribution_ms, holding, node_process, started_system
+
+
+@pytest.fixture(scope="module")
+def system(dds_domain, tmp_path_factory):
+    yield from started_system(dds_domain, tmp_path_factory.mktemp("e2e_logs"))
+
+
+@pytest.fixture(autouse=True)
+def each_test_starts_holding(system):
+    holding(system)
+
+
+def deploy_writer(system: System, since_ns: int) -> int:
+    sample = system.lowcmd.wait_for(lambda s: True, since_ns, 5.0)
+    assert sample is not None, "no rt/lowcmd from asap_deploy"
+    return sample.writer
+
+
+def test_estop_service_while_tracking_sends_damping_at_once(system):
+    latencies = []
+    for _trial in range(3):
+        system.track()
+        writer = deploy_writer(system, time.time_ns())
+        sent, (ok, message) = system.ros.trigger_at("/asap_deploy/estop")
+        assert ok and "DAMPING" in message, message
+        first = system.lowcmd.wait_for(lambda s: s.damping, sent, 5.0)
+        assert first is not None and first.writer == writer, "no damping LowCmd from asap_deploy"
+        latencies.append(first.stamp_ns - sent)
+        assert system.ros.wait_mode("DAMPING", 5.0)
+        assert system.ros.spin_until(
+            lambda: system.ros.latched["/asap_deploy/fault"].startswith("e-stop: operator e-stop"), 5.0)
+        system.reset_and_stand()
+    print(f"\ne-stop service -> first damping LowCmd: {distribution_ms(latencies)}")
+
+
+def test_estop_combo_on_the_simulated_remote_damps_the_robot(system):
+    """L2 alone does nothing; L2+B on the simulated G1's wireless remote (LowState bytes 2-3)
+    reaches the supervisor, which e-stops asap_deploy."""
+    from asap_ros.core.remote import RemoteState, encode_remote, parse_combo
+    from asap_ros.sim.dds_types import REMOTE_BUTTONS
+
+    def press(buttons: frozenset[str]) -> None:
+        raw = encode_remote(RemoteState(buttons))
+        system.sim.request(REMOTE_BUTTONS, raw[2] | raw[3] << 8)
+
+    system.track()
+    press(frozenset({"L2"}))
+    time.sleep(0.3)
+    system.ros.spin_until(lambda: False, 0.1)
+    assert system.ros.latched["/asap_deploy/mode"] == "TRACKING"
+    pressed = time.time_ns()
+    press(parse_combo("L2+B"))
+    try:
+        damping = system.lowcmd.wait_for(lambda s: s.damping, pressed, 5.0)
+        assert damping is not None, "no damping LowCmd after the remote e-stop"
+        print(f"\nsimulated remote L2+B -> first damping LowCmd: {(damping.stamp_ns - pressed) / 1e6:.1f} ms")
+        assert system.ros.wait_mode("DAMPING", 5.0)
+        assert "wireless remote B+L2" in system.log("supervisor")
+    finally:
+        press(frozenset())
+    system.reset_and_stand()
+
+
+def test_start_while_damping_is_refused_and_state_unchanged(system):
+    ok, message = system.ros.trigger("/asap_deploy/estop")
+    assert ok and system.ros.wait_mode("DAMPING", 5.0)
+    ok, message = system.ros.trigger("/asap_deploy/start/kick_level1")
+    assert not ok
+    assert "Start(kick_level1) refused: DAMPING is latched" in message and "only Reset" in message
+    time.sleep(0.2)
+    system.ros.spin_until(lambda: False, 0.1)
+    assert system.ros.latched["/asap_deploy/mode"] == "DAMPING"
+    system.reset_and_stand()
+
+
+def test_ctl_start_of_an_unknown_motion_lists_the_known_ones(system):
+    env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
+    result = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "start", "moonwalk"], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "unknown motion 'moonwalk' (known: kick_level1)" in result.stderr
+    status = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "status"], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stderr
+    assert "mode: HOLD" in status.stdout and "supervisor: WATCHING (rt/lowcmd writes: 0)" in status.stdout
+    assert "control loop:" in status.stdout
+
+
+def test_runtime_parameter_changes_are_validated(system):
+    ros = system.ros
+    for name, value, reason in (
+        ("default_motion", "moonwalk", "default_motion: not a loaded motion (known: kick_level1) (got 'moonwalk')"),
+        ("state_publish_rate_hz", "fast", "state_publish_rate_hz: must be a number (got 'fast')"),
+        ("diagnostics_rate_hz", 1000.0, "diagnostics_rate_hz: out of range: allowed 0.1 <= value <= 50"),
+        ("control_rate_hz", 100.0, "read-only"),
+    ):
+        ok, message = ros.set_parameter("asap_deploy", name, value)
+        assert not ok and reason in message, message
+    assert ros.get_parameter("asap_deploy", "default_motion") == "kick_level1"
+    assert ros.get_parameter("asap_deploy", "control_rate_hz") == 50.0
+    assert ros.set_parameter("asap_deploy", "diagnostics_rate_hz", 2) == (True, "")
+
+
+@pytest.mark.parametrize("override,expected", [
+    ("control_rate_hz:=fast", "control_rate_hz: must be a number (got 'fast')"),
+    ("stand_up_duration_s:=0.1", "stand_up_duration_s: out of range"),
+    ("default_motion:=moonwalk", "default_motion: not a loaded motion (known: kick_level1)"),
+    ("control_cpu:=4095", "control_cpu: CPU 4095 does not exist"),
+])
+def test_deploy_refuses_to_start_with_a_bad_parameter(system, tmp_path, override, expected):
+    name, value = override.split(":=")
+    process = node_process("deploy_node", system.domain, {**system.deploy_params, name: value}, tmp_path / "bad.log")
+    assert process.wait(60) == 2
+    log = (tmp_path / "bad.log").read_text()
+    assert "asap_deploy: refusing to start:" in log and expected in log, log
+
+
+def test_kill_9_of_deploy_while_tracking_hands_over_to_the_supervisor(system):
+    system.track()
+    tracking_since = time.time_ns()
+    writer = deploy_writer(system, tracking_since)
+    time.sleep(0.5)
+    killed_at = system.kill_deploy()
+    takeover = system.lowcmd.wait_for(lambda s: s.writer != writer, killed_at, 5.0)
+    assert takeover is not None and takeover.damping, "supervisor did not stream damping"
+    assert takeover.writer not in system.lowcmd.writers_between(0, killed_at), "supervisor wrote while deploy was alive"
+    print(f"\nkill -9 -> first supervisor damping LowCmd: {(takeover.stamp_ns - killed_at) / 1e6:.1f} ms")
+    assert system.ros.spin_until(lambda: system.ros.latched["/asap_supervisor/state"].startswith("TAKEOVER"), 5.0)
+    assert "exited" in system.ros.latched["/asap_supervisor/state"]
+    ok, message = system.ros.trigger("/asap_supervisor/reset")
+    assert not ok and "reset refused: deploy process" in message and "exited" in message, message
+
+    system.start_deploy("DAMPING")  # it starts under the takeover: latched, writing nothing
+    assert system.ros.spin_until(lambda: "supervisor took over rt/lowcmd (deploy process"
+                                 in system.ros.latched.get("/asap_deploy/fault", ""), 5.0), system.ros.latched
+    ok, message = system.ros.trigger("/asap_deploy/stand")
+    assert not ok and "reset the supervisor first" in message, message
+    restarted_at = time.time_ns()
+    time.sleep(0.5)
+    assert system.lowcmd.writers_between(restarted_at, time.time_ns()) == {takeover.writer}
+    system.hand_back_and_stand()
+    released_at = time.time_ns()
+    time.sleep(0.5)
+    recent = system.lowcmd.writers_between(released_at + 100_000_000, time.time_ns())
+    assert takeover.writer not in recent, "supervisor still writing after reset"
