@@ -32,26 +32,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"{item.nodeid} uses DDS (dds_domain): move it to tests/e2e/", pytrace=False)
 
 
-@pytest.fixture(scope="session")
-def sim_session_bag(tmp_path_factory, realtime_controller_config) -> Path:
-    """A session recorded the way an operator records one: ``asap-ros sim --record`` (kick_level1
-    on the simulated G1 in real time, asap_recorder as its own process). Heavy: one real-time
-    run, shared by every test that reads a recorded session."""
-    import subprocess
-    import sys
-
-    from asap_ros.config.paths import policies_dir, share_dir
-
-    folder = tmp_path_factory.mktemp("sim_session")
-    command = [sys.executable, "-m", "asap_ros.cli", "sim", "--policy", str(policies_dir() / "kick_level1.yaml"),
-               "--controller-config", str(realtime_controller_config), "--record", str(folder / "bags"),
-               "--out", str(folder / "run")]  # fmt: skip
-    result = subprocess.run(command, cwd=share_dir(), capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    (bag,) = (folder / "bags").iterdir()
-    return bag
-
-
 _exit_status = 0
 _STATE = os.environ.get("ASAP_TEST_STATE")
 """Folder where scripts/test finds the running test and the fault handler's output after a crash."""

@@ -73,27 +73,6 @@ def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
 
 
-def matrix_to_quat_wxyz(rotation: np.ndarray) -> np.ndarray:
-    """3x3 rotation -> unit quaternion (w, x, y, z), w >= 0."""
-    m = rotation
-    w = np.sqrt(max(0.0, 1.0 + m[0, 0] + m[1, 1] + m[2, 2])) / 2.0
-    x = np.copysign(np.sqrt(max(0.0, 1.0 + m[0, 0] - m[1, 1] - m[2, 2])) / 2.0, m[2, 1] - m[1, 2])
-    y = np.copysign(np.sqrt(max(0.0, 1.0 - m[0, 0] + m[1, 1] - m[2, 2])) / 2.0, m[0, 2] - m[2, 0])
-    z = np.copysign(np.sqrt(max(0.0, 1.0 - m[0, 0] - m[1, 1] + m[2, 2])) / 2.0, m[1, 0] - m[0, 1])
-    quat = np.array([w, x, y, z])
-    return quat / np.linalg.norm(quat)
-
-
-def quat_wxyz_matrix(quat_wxyz: Sequence[float]) -> np.ndarray:
-    """Unit quaternion (w, x, y, z; normalised here) -> 3x3 rotation."""
-    w, x, y, z = np.asarray(quat_wxyz, dtype=np.float64) / np.linalg.norm(quat_wxyz)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])  # fmt: skip
-
-
 def root_pose(
     mocap: tuple[Sequence[float], Sequence[float]] | None, imu_quat_wxyz: Sequence[float]
 ) -> tuple[np.ndarray, np.ndarray, str]:

@@ -18,13 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.config.robot_description import (
-    MOVING_TYPES,
-    RobotDescription,
-    matrix_to_quat_wxyz,
-    quat_wxyz_matrix,
-    root_pose,
-)
+from asap_ros.config.robot_description import MOVING_TYPES, RobotDescription, root_pose
+from asap_ros.core.quaternion import matrix_to_quat_wxyz, quat_wxyz_matrix
 from asap_ros.recording import topics as T
 from asap_ros.recording.typestore import recording_typestore
 

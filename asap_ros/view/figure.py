@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.config.robot_description import MOVING_TYPES, RobotDescription, matrix_to_quat_wxyz
+from asap_ros.config.robot_description import MOVING_TYPES, RobotDescription
+from asap_ros.core.quaternion import matrix_to_quat_wxyz
 from asap_ros.view.meshes import Mesh
 from asap_ros.view.snapshot import BodyPose
 

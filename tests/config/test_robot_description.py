@@ -12,8 +12,6 @@ from asap_ros.config.robot import load_robot_model
 from asap_ros.config.robot_description import (
     RobotDescription,
     load_robot_description,
-    matrix_to_quat_wxyz,
-    quat_wxyz_matrix,
     root_pose,
 )  # fmt: skip
 from asap_ros.core.errors import ConfigError
@@ -51,14 +49,6 @@ def test_joint_angles_move_the_links_below_them(description):
     root[:3, 3] = [1.0, 2.0, 0.8]
     shifted = description.link_poses({}, root_pose=root)
     assert shifted["torso_link"][:3, 3] == pytest.approx(zero["torso_link"][:3, 3] + [1.0, 2.0, 0.8])
-
-
-def test_quaternion_conversions_round_trip():
-    rng = np.random.default_rng(0)
-    for quat in rng.normal(size=(50, 4)):
-        quat /= np.linalg.norm(quat)
-        quat *= np.sign(quat[0])
-        assert matrix_to_quat_wxyz(quat_wxyz_matrix(quat)) == pytest.approx(quat, abs=1e-9)
 
 
 def test_root_pose_prefers_mocap_and_falls_back_to_the_imu():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asap_ros.config.robot_description import load_robot_description, quat_wxyz_matrix
+from asap_ros.config.robot_description import load_robot_description
+from asap_ros.core.quaternion import quat_wxyz_matrix
 from asap_ros.g1.layout import LOWSTATE_LAYOUT, LOWSTATE_WIRE
 from asap_ros.recording import topics as T
 from asap_ros.recording.robot_model import RATE_HZ, RobotModelTopics
