@@ -129,7 +129,7 @@ def tracking_screenshots(browser: ViewBrowser, system: System, folder: Path, run
 def system(dds_domain, tmp_path):
     system = System(dds_domain, tmp_path, mocap_rate_hz=50.0, sim_profile=str(fast_thermal_profile(tmp_path)),
                     deploy_params={"policies": f"[{MOTION}.yaml]", "default_motion": MOTION},
-                    supervisor_params={"takeover_after_ms": 1000.0})  # the browser shares the 2 cores
+                    supervisor_params={"takeover_after_ms": 1000.0, "lease_ms": 800.0})  # the browser shares the 2 cores
     try:
         system.start()
         yield system
