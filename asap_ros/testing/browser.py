@@ -55,7 +55,7 @@ def niced_chromium(folder: Path) -> Path:
 class ViewBrowser:
     """One Chromium page on a view URL; use as a context manager."""
 
-    def __init__(self, url: str, folder: Path) -> None:
+    def __init__(self, url: str, folder: Path, viewport: dict[str, int] | None = None) -> None:
         """``folder``: where the browser's launcher is written (a test's tmp_path)."""
         from playwright.sync_api import sync_playwright
 
@@ -64,7 +64,7 @@ class ViewBrowser:
         self._playwright = sync_playwright().start()
         try:
             self._browser = self._playwright.chromium.launch(executable_path=niced_chromium(folder), args=list(CHROMIUM_ARGS))
-            self.page = self._browser.new_page(viewport=VIEWPORT)
+            self.page = self._browser.new_page(viewport=viewport or VIEWPORT)
             self.page.on("request", self._check_host)
             self.renderer = ""
             self.page.on("console", self._note_renderer)

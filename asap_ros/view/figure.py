@@ -61,7 +61,7 @@ class RobotFigure:
             rgb = color if color is not None else tuple(visual.rgba[:3])
             handle = scene.add_mesh_simple(f"{path(visual.link)}/visual{i}", mesh.vertices, mesh.faces,
                                            color=rgb255(rgb), opacity=opacity if opacity < 1.0 else None,
-                                           side="double", cast_shadow=False, receive_shadow=False)  # fmt: skip
+                                           cast_shadow=False, receive_shadow=False)  # fmt: skip
             self._meshes.setdefault(visual.link, []).append(handle)
             self._colors[visual.link] = rgb
         self._shown_colors = dict(self._colors)

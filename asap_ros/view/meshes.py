@@ -12,7 +12,7 @@ import numpy as np
 
 from asap_ros.core.errors import AssetError
 
-DEFAULT_CELL_M = 0.005
+DEFAULT_CELL_M = 0.007
 
 
 @dataclass(frozen=True)

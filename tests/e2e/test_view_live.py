@@ -41,7 +41,7 @@ def fast_thermal_profile(folder: Path) -> Path:
     from asap_ros.config.paths import config_file
 
     data = yaml.safe_load(config_file("profiles/nominal.yaml").read_text())
-    data["temperature"].update(time_constant_s=5.0, rise_at_limit_c=35.0)
+    data["temperature"].update(time_constant_s=5.0, rise_at_limit_c=45.0)
     path = folder / "fast_thermal.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -95,30 +95,31 @@ def wait_page_shows_simulator_temperatures(browser: ViewBrowser, system: System,
 
 
 def tracking_screenshots(browser: ViewBrowser, system: System, folder: Path, runs: int = 3):
-    """Two screenshots of the page during one motion, taken while the page showed the ghost and
-    phases at least :data:`PHASE_APART` apart (the phase is read before and after each shot: a
-    software-rendered screenshot takes seconds here). The motion is run again (at most ``runs``
-    times) when the lagging page gave fewer than two."""
+    """Two screenshots of the page during the motion, at phases at least :data:`PHASE_APART`
+    apart, each taken while the page showed the motion with its ghost (the phase is read before
+    and after each shot: a software-rendered screenshot takes seconds here). When one run of the
+    motion does not give both, the motion runs again (at most ``runs`` times) and the second
+    shot comes from a later run, at a phase :data:`PHASE_APART` past the first."""
 
     def tracking_phase() -> float | None:
         phase = browser.text(PHASE)
         shown = browser.text(MODE) == "TRACKING" and browser.text('[data-view="reference"]') == "ghost shown"
         return float(phase) if shown and phase != "—" else None
 
+    shots: list[tuple[float, np.ndarray]] = []
     for run in range(1, runs + 1):
         system.track()
         browser.wait_text(MODE, lambda text: text == "TRACKING", 30.0)
-        shots: list[tuple[float, np.ndarray]] = []
-        latest = 0.0
         while browser.text(MODE) == "TRACKING":
             before = tracking_phase()
-            if before is None or (shots and before < latest + PHASE_APART):
+            if before is None or (shots and abs(before - shots[0][0]) < PHASE_APART):
                 continue
+            started = time.monotonic()
             image = browser.screenshot(folder / f"live_tracking_{run}_{len(shots)}.png", 0.0)
             after = tracking_phase()
+            print(f"\nrun {run}: screenshot at phase {before} .. {after} took {time.monotonic() - started:.1f} s")
             if after is not None:
                 shots.append((before, image))
-                latest = after
             if len(shots) == 2:
                 return shots
         assert system.ros.wait_mode("HOLD", 60.0), system.ros.latched
