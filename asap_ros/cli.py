@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("asap_ros.commands.export", "export recorded episodes for offline trainers (asap clip pickle, npz, delta)"),
     "metrics": ("asap_ros.commands.metrics", "tracking metrics (E_g-mpjpe, E_mpjpe, E_vel, E_acc) of recorded episodes"),
     "gap": ("asap_ros.commands.gap", "replay recorded commands in the nominal simulator; rank joints by divergence"),
+    "view": ("asap_ros.commands.view", "the robot in the web browser, live or from a session bag (read-only)"),
 }
 
 

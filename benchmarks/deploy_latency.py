@@ -7,7 +7,11 @@ so the figures come from an independent reader over the whole run. The deploy no
 its production timing parameters (late_after_ms 5); the control thread at SCHED_FIFO 80.
 
     .venv/bin/python benchmarks/deploy_latency.py [--motions 3] [--no-recorder] [--switch-interval-ms 5]
-                                                  [--control-cpu 1]
+                                                  [--control-cpu 1] [--view]
+
+``--view`` also runs ``asap-ros view`` (live, its own process at nice 10) with a headless
+Chromium showing its page (nice 10) for the whole run; the figures then say what the view
+costs the control loop on the same cores.
 
 ``--control-cpu N`` runs the deploy node's control thread alone on CPU N (its ``control_cpu``
 parameter) and every process of the benchmark (simulator, recorder, supervisor, the deploy
@@ -18,12 +22,14 @@ for control.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
+from record_session import cpu_seconds  # the sibling benchmark (benchmarks/ is the script's path)
 
 from asap_ros.runtime.dds import process_domain
 from asap_ros.testing.ros_system import System, node_process
@@ -54,6 +60,21 @@ class PolicyStepReader:
         self._reader = DataReader(dp, Topic(dp, POLICY_STEP_TOPIC, PolicyStep_), listener=Listener(on_data_available=on_data))
 
 
+def start_view(stack: contextlib.ExitStack, domain: int, logs: Path):
+    """``asap-ros view`` on the benchmark's domain and a headless Chromium showing it (closed by ``stack``)."""
+    from asap_ros.testing.browser import ViewBrowser
+    from asap_ros.testing.view_process import ViewProcess
+
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
+    view = ViewProcess(["--domain", str(domain), "--ros-domain", str(domain), "--policies", "kick_level1.yaml"],
+                       logs / "view.log", env=env)  # fmt: skip
+    stack.callback(view.close)
+    view.wait_served()
+    browser = stack.enter_context(ViewBrowser(view.url, logs))
+    browser.open()
+    return view
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--motions", type=int, default=3, help="kick_level1 runs to track in full")
@@ -61,6 +82,7 @@ def main() -> None:
     parser.add_argument("--switch-interval-ms", type=float, default=0.5,
                         help="deploy's sys.setswitchinterval (Python's default is 5 ms)")
     parser.add_argument("--control-cpu", type=int, help="CPU kept for the control thread alone")
+    parser.add_argument("--view", action="store_true", help="run asap-ros view and a headless Chromium on its page")
     parser.add_argument("--domain", type=int, default=process_domain())
     args = parser.parse_args()
     deploy_params = {"late_after_ms": 5.0, "switch_interval_ms": args.switch_interval_ms}
@@ -71,16 +93,24 @@ def main() -> None:
     system = System(args.domain, logs, deploy_params=deploy_params)
     steps = PolicyStepReader()
     recorder = None
+    view: contextlib.ExitStack = contextlib.ExitStack()
+    view_cpu_s = None
     try:
         if not args.no_recorder:
             recorder = node_process("recorder_node", args.domain, {"output_dir": str(logs / "bags")},
                                     logs / "recorder.log")
         system.start()
+        if args.view:
+            view_process = start_view(view, args.domain, logs)
+            view_cpu_s = -cpu_seconds(view_process.process.pid)
         for _ in range(args.motions):
             system.track()
             if not system.ros.wait_mode("HOLD", 120.0):
                 raise SystemExit(f"motion did not finish: {system.ros.latched}")
+        if args.view:
+            view_cpu_s += cpu_seconds(view_process.process.pid)
     finally:
+        view.close()
         if recorder is not None:
             recorder.terminate()
             recorder.wait(30)
@@ -93,7 +123,8 @@ def main() -> None:
     compute_us = np.array([r[3] for r in rows if r[0] > 0], dtype=np.float64) / 1e3
     misses = sum(r[1] for r in rows)
     placement = "shared CPUs" if args.control_cpu is None else f"control thread alone on CPU {args.control_cpu}"
-    print(f"steps: {len(rows)} ({len(tracking)} tracking), recorder: {'on' if recorder else 'off'}, "
+    viewing = f"on (asap-ros view: {view_cpu_s:.1f} s CPU during the motions)" if args.view else "off"
+    print(f"steps: {len(rows)} ({len(tracking)} tracking), recorder: {'on' if recorder else 'off'}, view: {viewing}, "
           f"switch interval {args.switch_interval_ms:g} ms, {placement}")
     for name, values in (("latency, all steps", latency_us), ("latency, tracking", tracking), ("compute", compute_us),
                          ("arrival to compute start", latency_us - compute_us)):

@@ -51,7 +51,7 @@ UPSTREAM_DIRS: dict[str, str] = {
 }
 """Local folder -> folder in the ASAP repository (see ``SOURCE.md``)."""
 
-# `sha256sum -c` format. The first 11 are copied from SOURCE.md; LICENSE and the meshes were
+# `sha256sum -c` format. The first 12 are copied from SOURCE.md; LICENSE and the meshes were
 # hashed from the workplace copy.
 _SHA256SUMS = """\
 152d4674f78eb829df4bce10a679ef87cdd7e953031751e358ee4756679c7845  config/g1_29dof_hist.yaml
@@ -65,6 +65,7 @@ a393eb8ac0bc70276bd09d33620e4cdf58a2c164f84e4e40811ccd8a0c9668c1  policies/mimic
 1af96d4f1b3e2d608f4b73df9eb8ef765f6139f64364971e599649c6f059af1d  robots/g1/g1_29dof_anneal_23dof.xml
 87ec95217784c886469027294b23046070abdf139b2e59ae3b691f3b8d0b2309  robots/g1/g1_29dof_old.xml
 88d75960add89dcc523f417203bb48777f05e8f2f87d56ba5f3fdee843b6ebde  robots/g1/scene_29dof.xml
+548972bfbcb33c4b6f999ee2a1e9df5ec24321ae95a2aa09fc666bde4add6369  robots/g1/g1_29dof_anneal_23dof.urdf
 827e9ada34219d983ff857374dd368c9cd46d22ecceead42036bc2be14c3eae1  LICENSE
 005fb67fbd3eff94aa8bf4a6e83238174e9f91b6721f7111594322f223724411  robots/g1/meshes/head_link.STL
 d49e3abc6f5b12e532062cd575b87b5ef40cd2a3fc18f54a1ca5bba4f773d51d  robots/g1/meshes/left_ankle_pitch_link.STL

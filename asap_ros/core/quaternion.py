@@ -106,3 +106,26 @@ def body_rates(quat_wxyz: np.ndarray, fps: float) -> np.ndarray:
     relative = quat_multiply(quat_conjugate(quat_wxyz[:-1]), quat_wxyz[1:])
     result: np.ndarray = 2.0 * np.sign(relative[:, :1]) * relative[:, 1:] * fps
     return result
+
+
+def matrix_to_quat_wxyz(rotation: np.ndarray) -> np.ndarray:
+    """One 3x3 rotation -> unit quaternion (w, x, y, z), w >= 0."""
+    m = np.asarray(rotation, dtype=np.float64)
+    w = math.sqrt(max(0.0, 1.0 + m[0, 0] + m[1, 1] + m[2, 2])) / 2.0
+    x = math.copysign(math.sqrt(max(0.0, 1.0 + m[0, 0] - m[1, 1] - m[2, 2])) / 2.0, m[2, 1] - m[1, 2])
+    y = math.copysign(math.sqrt(max(0.0, 1.0 - m[0, 0] + m[1, 1] - m[2, 2])) / 2.0, m[0, 2] - m[2, 0])
+    z = math.copysign(math.sqrt(max(0.0, 1.0 - m[0, 0] - m[1, 1] + m[2, 2])) / 2.0, m[1, 0] - m[0, 1])
+    quat = np.array([w, x, y, z])
+    result: np.ndarray = quat / np.linalg.norm(quat)
+    return result
+
+
+def quat_wxyz_matrix(quat_wxyz: np.ndarray) -> np.ndarray:
+    """One quaternion (w, x, y, z; normalised here) -> 3x3 rotation."""
+    q = np.asarray(quat_wxyz, dtype=np.float64)
+    w, x, y, z = (q / np.linalg.norm(q)).tolist()
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])  # fmt: skip

@@ -128,6 +128,17 @@ class SessionBag:
         except ValueError as exc:
             raise ConfigError(self.path, topics.SESSION, f"session description is not JSON: {exc}") from exc
 
+    def transitions(self) -> list:
+        """Every ``/asap/transition`` message (deserialised), in stamp order."""
+        return sorted(self._events.get(topics.TRANSITION, []), key=lambda t: int(t.stamp_ns))
+
+    def mocap(self) -> Stream | None:
+        """The whole session's mocap on its capture stamps; ``None`` when the bag has none."""
+        if not self.has_topic(self.mocap_topic):
+            return None
+        stream = self._mocap(*self.raw(self.mocap_topic))
+        return stream if len(stream) else None
+
     def episodes(self) -> list[Episode]:
         """Every motion run of the session, in order (incomplete last run included)."""
         markers = [

@@ -14,7 +14,7 @@ import enum
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from asap_ros.recording.bag_writer import BagSummary, BagWriter
 from asap_ros.recording.config import RecorderConfig
 from asap_ros.recording.disk_guard import DiskGuard
 from asap_ros.recording.episodes import Episode, EpisodeTracker
+from asap_ros.recording.robot_model import RobotModelTopics
 from asap_ros.recording.session_info import SessionInfo
 from asap_ros.recording.typestore import recording_typestore
 
@@ -91,8 +92,11 @@ class Recorder:
         config: RecorderConfig,
         session: SessionInfo | None = None,
         on_fault: Callable[[str], None] | None = None,
+        robot_model: RobotModelTopics | None = None,
     ) -> None:
+        """``robot_model``: also record the robot-model topics it derives (for Foxglove's 3D panel)."""
         self.config = config
+        self._robot_model = robot_model
         self.session = session or SessionInfo(operator_notes=config.operator_notes)
         self._on_fault = on_fault
         self._typestore = recording_typestore()
@@ -128,6 +132,8 @@ class Recorder:
             ros_topics = resolved_topics(ros_node, cfg.ros_topics)
         recorded = [*T.DDS_TOPICS.values(), *T.RECORDER_TOPICS]
         recorded += [T.RecordedTopic(name, T.ROS_TYPES[key]) for key, name in ros_topics.items()]
+        if self._robot_model is not None:
+            recorded += self._robot_model.topics
         name = cfg.bag_name or time.strftime("session_%Y%m%d_%H%M%S")
         cfg.output_dir.mkdir(parents=True, exist_ok=True)
         self._bag = BagWriter(
@@ -137,6 +143,9 @@ class Recorder:
         self._counts = {t.name: 0 for t in recorded}
         self._guard = DiskGuard(self._bag.path, cfg.min_free_bytes)
         self._state = RecorderState.RECORDING
+        if self._robot_model is not None:  # the description is the bag's first message
+            now = time.time_ns()
+            self._write_derived(self._robot_model.start_messages(now), now)
         self._write_session(time.time_ns())
         self._thread = threading.Thread(target=self._run, name="recorder-writer", daemon=True)
         self._thread.start()
@@ -234,6 +243,8 @@ class Recorder:
     def _write(self, topic: str, log_time_ns: int, data: bytes, publish_time_ns: int) -> None:
         self._bag.write(topic, log_time_ns, data, publish_time_ns)
         self._counts[topic] += 1
+        if self._robot_model is not None:
+            self._write_derived(self._robot_model.on_message(topic, log_time_ns, data), log_time_ns)
         if topic == T.TRANSITION or (topic == T.LOWSTATE and not self.session.robot):
             try:
                 msg = self._typestore.deserialize_cdr(data, self._bag.msgtype(topic))
@@ -260,6 +271,11 @@ class Recorder:
         msg = self._typestore.types[msgtype](**fields)
         self._bag.write(topic, log_time_ns, bytes(self._typestore.serialize_cdr(msg, msgtype)))
         self._counts[topic] += 1
+
+    def _write_derived(self, messages: Iterable[tuple[str, bytes]], log_time_ns: int) -> None:
+        for topic, data in messages:
+            self._bag.write(topic, log_time_ns, data)
+            self._counts[topic] += 1
 
     def _write_session(self, log_time_ns: int) -> None:
         self._write_own(T.SESSION, "std_msgs/msg/String", log_time_ns, data=self.session.to_json())

@@ -17,6 +17,11 @@ SESSION = "/asap/session"
 MOCAP_POSE = "/mocap/pose"
 MOCAP_ODOMETRY = "/mocap/odometry"
 DIAGNOSTICS = "/diagnostics"
+ROBOT_DESCRIPTION = "/robot_description"
+TF = "/tf"
+TF_STATIC = "/tf_static"
+JOINT_STATES = "/joint_states"
+"""The robot-model topics (for Foxglove's 3D panel), derived by :mod:`asap_ros.recording.robot_model`."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Raw DDS ``rt/lowstate`` and ``rt/lowcmd`` (every sample), the runtime's ``rt/asap/policy_step``
 and ``rt/asap/transition``, and over ROS 2 ``mocap/pose``, ``mocap/odometry`` and
-``diagnostics``. DDS runs on the node's own domain with a large socket receive buffer
+``diagnostics``; plus the robot model for Foxglove (``/robot_description``, ``/tf``,
+``/tf_static``, ``/joint_states``, :mod:`asap_ros.recording.robot_model`). DDS runs on the node's own domain with a large socket receive buffer
 (``receive_buffer_mb``, :class:`~asap_ros.recording.dds_source.RecorderDomain`). Parameters
 and their defaults: ``config/recorder.yaml``. The node reports its state on ``diagnostics``
 (name ``asap_recorder``); when free space drops below ``min_free_mb`` it closes the bag,
@@ -29,8 +30,11 @@ def _start_recording(node: Any) -> tuple[Any, Any]:
     from asap_ros.config.node_params import load_defaults
     from asap_ros.config.paths import config_file
     from asap_ros.config.policy_spec import resolve_policy_files
+    from asap_ros.config.robot_description import load_robot_description
     from asap_ros.recording.dds_source import RecorderDomain
     from asap_ros.recording.recorder import Recorder
+    from asap_ros.recording.robot_model import RobotModelTopics
+    from asap_ros.recording.ros_bridge import resolved_topics
     from asap_ros.recording.session_info import SessionInfo, describe_policies
     from asap_ros.ros.parameters import NodeParams
 
@@ -44,7 +48,9 @@ def _start_recording(node: Any) -> tuple[Any, Any]:
     dds = RecorderDomain(config.dds_domain, config.network_interface, config.receive_buffer_bytes)
     if note := dds.capped_note():
         node.get_logger().warning(note)
-    recorder = Recorder(config, session, on_fault=lambda text: node.get_logger().error(text))
+    robot_model = RobotModelTopics(load_robot_description(assets_dir=config.assets_dir or None),
+                                   mocap_topic=resolved_topics(node, config.ros_topics).get("mocap_pose"))  # fmt: skip
+    recorder = Recorder(config, session, on_fault=lambda text: node.get_logger().error(text), robot_model=robot_model)
     try:
         bag = recorder.start(participant=dds.participant, ros_node=node)
     except BaseException:

@@ -244,8 +244,10 @@ class RosClient:
         rclpy.shutdown(context=self.context)
 
 
-def make_simulator(domain: int, lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0) -> Any:
-    """The simulated G1 (mocap off unless ``mocap_rate_hz``) on ``domain``, hanging in its elastic band; not started.
+def make_simulator(domain: int, lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0,
+                   profile: str | None = None) -> Any:
+    """The simulated G1 (mocap off unless ``mocap_rate_hz``; ``profile``: a robot profile name or
+    YAML path instead of the configured one) on ``domain``, hanging in its elastic band; not started.
 
     The band holds only the pelvis position: a limp (PASSIVE) robot tips over within a second,
     so a Stand must follow the start of the simulator (or a Reset) at once.
@@ -254,7 +256,7 @@ def make_simulator(domain: int, lowstate_rate_hz: float = 500.0, mocap_rate_hz: 
     from asap_ros.sim.simulator import Simulator
 
     base = load_sim_config()
-    config = dataclasses.replace(base, lowstate_rate_hz=lowstate_rate_hz,
+    config = dataclasses.replace(base, lowstate_rate_hz=lowstate_rate_hz, profile=profile or base.profile,
                                  mocap=dataclasses.replace(base.mocap, rate_hz=mocap_rate_hz))
     return Simulator(config, domain)
 
@@ -264,7 +266,7 @@ class System:
 
     def __init__(self, domain: int, logs: Path, deploy_params: dict[str, Any] | None = None,
                  supervisor_params: dict[str, Any] | None = None, sim: bool = True,
-                 lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0) -> None:
+                 lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0, sim_profile: str | None = None) -> None:
         from asap_ros.runtime.dds import init_channels
 
         init_channels(domain, "lo")
@@ -274,7 +276,7 @@ class System:
         self.supervisor_params = {**TEST_SUPERVISOR_PARAMS, **(supervisor_params or {})}
         self.deploy_env: dict[str, str] = {}
         """Extra environment of the deploy process (read at its start-up)."""
-        self.sim = make_simulator(domain, lowstate_rate_hz, mocap_rate_hz) if sim else None
+        self.sim = make_simulator(domain, lowstate_rate_hz, mocap_rate_hz, sim_profile) if sim else None
         self.lowcmd = LowCmdObserver()
         self.ros = RosClient(domain)
         self.deploy: subprocess.Popen | None = None

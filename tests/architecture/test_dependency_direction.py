@@ -2,7 +2,7 @@
 the ones inside functions):
 
     core  <-  g1, config  <-  runtime, tracking, mocap  <-  sim, recording, bench  <-  ros
-          <-  export, doctor  <-  commands, cli  <-  testing
+          <-  export, doctor  <-  view  <-  commands, cli  <-  testing
 
 A module may import its own folder and any folder on a lower layer, never a folder on its own
 layer or above. ``asap_ros/__init__.py`` (the version) is importable from anywhere. The core
@@ -27,8 +27,9 @@ LAYERS: dict[str, int] = {
     "sim": 3, "recording": 3, "bench": 3,
     "ros": 4,
     "export": 5, "doctor": 5,
-    "commands": 6, "cli": 6,
-    "testing": 7,
+    "view": 6,
+    "commands": 7, "cli": 7,
+    "testing": 8,
 }  # fmt: skip
 """Layer of each folder (and of ``cli.py``): imports point to lower layers only."""
 

@@ -23,7 +23,7 @@ def test_manifest_matches_source_md(assets: Path) -> None:
     source_md = (assets / "SOURCE.md").read_text()
     listed = {path: sha for sha, path in re.findall(r"^([0-9a-f]{64})  \./(\S+)$", source_md, re.M)}
     manifest = {item.path: item.sha256 for item in asap_assets.MANIFEST}
-    assert len(listed) == 11
+    assert len(listed) == 12
     assert {path: manifest.get(path) for path in listed} == listed
 
 
@@ -40,7 +40,7 @@ def test_manifest_covers_every_published_file(assets: Path) -> None:
 def test_workplace_copy_verifies(assets: Path) -> None:
     report = asap_assets.verify(assets)
     assert report.ok, report.problems()
-    assert report.checked == 48
+    assert report.checked == 49
 
 
 def _linked_copy(src: Path, dest: Path) -> None:
@@ -116,7 +116,7 @@ def test_fetch_rejects_corrupted_download_and_installs_nothing_for_it(
         asap_assets.fetch(dest, base_url)
 
     message = str(failure.value)
-    assert "2 of 48" in message
+    assert "2 of 49" in message
     assert CORRUPTED in message and "sha256 mismatch" in message
     assert ABSENT_UPSTREAM in message and "404" in message
     assert not (dest / CORRUPTED).exists(), "a corrupted download must not be installed"
@@ -133,8 +133,8 @@ def test_fetch_rejects_corrupted_download_and_installs_nothing_for_it(
     fetched = asap_assets.fetch(dest, base_url, progress=lambda item, status: seen.append((item.path, status)))
 
     assert sorted(fetched.downloaded) == sorted([CORRUPTED, ABSENT_UPSTREAM])
-    assert len(fetched.already_valid) == 46
-    assert (CORRUPTED, "downloaded") in seen and len(seen) == 48
+    assert len(fetched.already_valid) == 47
+    assert (CORRUPTED, "downloaded") in seen and len(seen) == 49
     assert asap_assets.asset_root(dest) == dest.resolve()
     assert asap_assets.verify(dest).ok
     assert "91df82c9d0a1f1439dd0bc8e063eef675c23d596" in (dest / asap_assets.MARKER).read_text()
@@ -166,14 +166,14 @@ def test_cli_fetch_and_verify(upstream: tuple[str, Path], assets: Path, tmp_path
 
     assert cli_main(["assets", "verify", "--dir", str(dest)]) == 1
     out, _ = capsys.readouterr()
-    assert f"missing: {dest / CORRUPTED}" in out and "2 of 48 files bad" in out
+    assert f"missing: {dest / CORRUPTED}" in out and "2 of 49 files bad" in out
 
     _repair(commit_dir, assets)
     assert cli_main(["assets", "fetch", "--dest", str(dest), "--base-url", base_url]) == 0
     out, _ = capsys.readouterr()
-    assert "ok: 2 downloaded, 46 already valid" in out
+    assert "ok: 2 downloaded, 47 already valid" in out
     assert cli_main(["assets", "verify", "--dir", str(dest)]) == 0
-    assert "ok: 48 files match" in capsys.readouterr().out
+    assert "ok: 49 files match" in capsys.readouterr().out
     assert cli_main(["assets", "where", "--dir", str(dest)]) == 0
     out, _ = capsys.readouterr()
     assert out.splitlines()[0] == str(dest.resolve())

@@ -1,19 +1,22 @@
-"""The one quaternion implementation: products, rotations, rotation vectors, Euler angles, rates."""
+"""The one quaternion implementation: products, rotations, rotation vectors, rotation matrices, Euler angles, rates."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pytest
 
 from asap_ros.core.quaternion import (
     body_rates,
+    matrix_to_quat_wxyz,
     quat_conjugate,
     quat_from_rotvec,
     quat_from_yaw,
     quat_multiply,
     quat_rotate,
     quat_to_rotvec,
+    quat_wxyz_matrix,
     rpy_from_quat,
 )
 
@@ -51,3 +54,11 @@ def test_body_rates_of_a_constant_spin_in_a_tilted_body() -> None:
     rates = body_rates(quat_multiply(tilt, steps), fps)
     assert rates.shape == (19, 3)
     np.testing.assert_allclose(rates, np.tile(omega_body, (19, 1)), rtol=1e-3)
+
+
+def test_quaternion_conversions_round_trip():
+    rng = np.random.default_rng(0)
+    for quat in rng.normal(size=(50, 4)):
+        quat /= np.linalg.norm(quat)
+        quat *= np.sign(quat[0])
+        assert matrix_to_quat_wxyz(quat_wxyz_matrix(quat)) == pytest.approx(quat, abs=1e-9)

@@ -33,3 +33,14 @@ def realtime_controller_config(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("controller") / "controller_realtime_tests.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+@pytest.fixture(scope="session")
+def sim_session_bag(tmp_path_factory) -> Path:
+    """A session recorded the way an operator records one: ``asap-ros sim --record`` (kick_level1
+    on the simulated G1 in real time, asap_recorder as its own process). Heavy: one real-time
+    run, the same one the export, metrics and gap tests read (``sim_nominal``)."""
+    from asap_ros.testing.sim_sessions import record_sim_session
+
+    work = tmp_path_factory.getbasetemp() / "sim_nominal"
+    return record_sim_session(work, profile="nominal", policy="policies/kick_level1.yaml").bag
