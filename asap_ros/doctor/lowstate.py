@@ -93,7 +93,7 @@ def _decode(window: LowStateWindow) -> _Decoded:
     states, errors, bad_crc, malformed = [], [], 0, []
     for payload, arrival in zip(window.payloads, window.arrivals_ns):
         try:
-            state = decode_lowstate_cdr(payload, arrival)
+            state = decode_lowstate_cdr(payload, arrival, arrival)  # gaps and rate come from the arrivals
         except ValueError as exc:
             malformed.append(str(exc))
             continue

@@ -107,7 +107,7 @@ class RobotModelTopics:
         from asap_ros.g1.codec import decode_lowstate_cdr
 
         try:
-            state = decode_lowstate_cdr(data, stamp_ns)
+            state = decode_lowstate_cdr(data, stamp_ns, stamp_ns)  # the values only: no age is judged
         except ValueError:
             return []  # stored as received; the recorder counts undecodable LowStates itself
         names = self.description.motor_joints

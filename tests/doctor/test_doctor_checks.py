@@ -44,8 +44,10 @@ def window(payloads: list[bytes], arrivals_ns: list[int] | None = None, end_ns: 
 
 def stream(robot, count: int = 500, mode_machine: int = 5, motor_error: tuple[int, int] | None = None, **changes):
     encoder = LowStateEncoder(mode_machine, SensorNoise(), np.random.default_rng(0))
-    if motor_error is not None:
-        encoder.record["motor_state"]["motorstate"][motor_error[0]] = motor_error[1]
+    if motor_error is not None:  # the simulated motor reports it, as the robot's would
+        errors = np.zeros(NUM_MOTORS, dtype=np.uint32)
+        errors[motor_error[0]] = motor_error[1]
+        changes["motor_error"] = errors
     sample = reading(robot, **changes)
     return [encoder.encode(2 * i, sample) for i in range(count)]
 
