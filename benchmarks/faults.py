@@ -81,12 +81,68 @@ def restart_during_takeover(system: System) -> Row:
     return row
 
 
+def injected(name: str, faults: str, marker: str) -> Callable[[System], Row]:
+    """A deploy process started with ``ASAP_ROS_FAULT_INJECTION=faults``, tracking; the fault is
+    taken to happen after the last command with stiffness, once the deploy node's fault or the
+    supervisor's state shows ``marker``."""
+    def scenario(system: System) -> Row:
+        system.restart_nodes({"ASAP_ROS_FAULT_INJECTION": faults})
+        started = time.time_ns()
+        system.track()
+        latched = system.ros.latched
+        system.ros.spin_until(lambda: marker in latched.get("/asap_deploy/fault", "")
+                              or marker in latched.get("/asap_supervisor/state", ""), 20.0)
+        return observe(system, name, _last_stiff_command(system, started), settle_s=1.0)
+    return scenario
+
+
+def _last_stiff_command(system: System, since_ns: int) -> int:
+    """Arrival of the last command with stiffness: the fault is between it and the first damping."""
+    stiff = [s for s in system.lowcmd.between(since_ns, time.time_ns()) if not s.damping]
+    return stiff[-1].stamp_ns if stiff else since_ns
+
+
+def estop_during_slow_steps(system: System) -> Row:
+    system.restart_nodes({"ASAP_ROS_FAULT_INJECTION": "slow=0.3@motion_tick=20+"})
+    system.track()
+    time.sleep(0.6)
+    sent, (ok, message) = system.ros.trigger_at("/asap_deploy/estop")
+    row = observe(system, "e-stop during 300 ms steps", sent, settle_s=1.0)
+    row.reason += f" | e-stop reply: {ok}, {message}"
+    return row
+
+
+def sim_motor(name: str, action: str, value: float, release: tuple[str, float]) -> Callable[[System], Row]:
+    """The simulated motor 3 reports ``action`` = ``value`` while tracking; HOLD counts as safe."""
+    def scenario(system: System) -> Row:
+        system.restart_nodes()
+        system.track()
+        at = time.time_ns()
+        system.sim.request(action, value, motor=3)
+        try:
+            return observe(system, name, at, settle_s=1.0,
+                           safe=lambda s: s.damping or system.ros.latched.get("/asap_deploy/mode") == "HOLD")
+        finally:
+            system.sim.request(release[0], release[1], motor=3)
+    return scenario
+
+
 def scenarios(long_hang_s: float) -> dict[str, Callable[[System], Row]]:
+    from asap_ros.sim.dds_types import MOTOR_ERROR, MOTOR_TEMPERATURE, MOTOR_TEMPERATURE_RELEASE
+
+    release_heat = (MOTOR_TEMPERATURE_RELEASE, 0.0)
     return {
         "hang": hang(2.0),
         "long-hang": hang(long_hang_s),
         "kill": kill_9,
         "restart": restart_during_takeover,
+        "raise": injected("a control step raises", "raise@motion_tick=30", "control step raised"),
+        "thread-exit": injected("the control thread ends", "exit@motion_tick=30", "TAKEOVER"),
+        "inf": injected("+inf actor output", "inf=3@motion_tick=40", "policy kick_level1"),
+        "slow-estop": estop_during_slow_steps,
+        "motor-error": sim_motor("motor error bit", MOTOR_ERROR, 0x200, (MOTOR_ERROR, 0)),
+        "hot-abort": sim_motor("motor at 80 C (abort level)", MOTOR_TEMPERATURE, 80.0, release_heat),
+        "hot-limit": sim_motor("motor at 90 C (hard limit)", MOTOR_TEMPERATURE, 90.0, release_heat),
     }
 
 
