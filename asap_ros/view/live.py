@@ -45,7 +45,7 @@ class _Steps:
         self.phase: float | None = None
         self.fault = ""
 
-    def on_step(self, payload: bytes, _stamp_ns: int) -> None:
+    def on_step(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         from asap_ros.runtime.step_topics import PolicyStep_
 
         step = PolicyStep_.deserialize(payload)
@@ -54,7 +54,7 @@ class _Steps:
             self.mode, self.motion, self.episode = step.mode, step.motion, int(step.episode)
             self.phase = float(step.phase) if step.motion_tick >= 0 else None
 
-    def on_transition(self, payload: bytes, _stamp_ns: int) -> None:
+    def on_transition(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
         from asap_ros.runtime.step_topics import ModeTransition_
 
         transition = ModeTransition_.deserialize(payload)
