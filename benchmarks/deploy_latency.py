@@ -10,8 +10,9 @@ its production timing parameters (late_after_ms 5); the control thread at SCHED_
                                                   [--control-cpu 1] [--view]
 
 ``--view`` also runs ``asap-ros view`` (live, its own process at nice 10) with a headless
-Chromium showing its page (nice 10) for the whole run; the figures then say what the view
-costs the control loop on the same cores.
+Chromium showing its page (nice 19; an operator's browser runs on another computer) for the
+whole run, both started before the robot stands up (loading the page is the heaviest part);
+the figures then say what the view costs the control loop on the same cores.
 
 ``--control-cpu N`` runs the deploy node's control thread alone on CPU N (its ``control_cpu``
 parameter) and every process of the benchmark (simulator, recorder, supervisor, the deploy
@@ -70,7 +71,7 @@ def start_view(stack: contextlib.ExitStack, domain: int, logs: Path):
                        logs / "view.log", env=env)  # fmt: skip
     stack.callback(view.close)
     view.wait_served()
-    browser = stack.enter_context(ViewBrowser(view.url, logs))
+    browser = stack.enter_context(ViewBrowser(view.url, logs, nice=19))
     browser.open()
     return view
 
@@ -99,9 +100,10 @@ def main() -> None:
         if not args.no_recorder:
             recorder = node_process("recorder_node", args.domain, {"output_dir": str(logs / "bags")},
                                     logs / "recorder.log")
-        system.start()
         if args.view:
             view_process = start_view(view, args.domain, logs)
+        system.start()
+        if args.view:
             view_cpu_s = -cpu_seconds(view_process.process.pid)
         for _ in range(args.motions):
             system.track()

@@ -44,10 +44,10 @@ def chromium_executable() -> str:
     return path
 
 
-def niced_chromium(folder: Path) -> Path:
-    """An executable in ``folder`` that runs Debian's chromium at nice :data:`BROWSER_NICE`."""
+def niced_chromium(folder: Path, nice: int = BROWSER_NICE) -> Path:
+    """An executable in ``folder`` that runs Debian's chromium at ``nice``."""
     wrapper = folder / "chromium-niced"
-    wrapper.write_text(f'#!/bin/sh\nexec nice -n {BROWSER_NICE} {chromium_executable()} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec nice -n {nice} {chromium_executable()} "$@"\n')
     wrapper.chmod(0o755)
     return wrapper
 
@@ -55,7 +55,7 @@ def niced_chromium(folder: Path) -> Path:
 class ViewBrowser:
     """One Chromium page on a view URL; use as a context manager."""
 
-    def __init__(self, url: str, folder: Path, viewport: dict[str, int] | None = None) -> None:
+    def __init__(self, url: str, folder: Path, viewport: dict[str, int] | None = None, nice: int = BROWSER_NICE) -> None:
         """``folder``: where the browser's launcher is written (a test's tmp_path)."""
         from playwright.sync_api import sync_playwright
 
@@ -63,7 +63,7 @@ class ViewBrowser:
         self.outside_requests: list[str] = []
         self._playwright = sync_playwright().start()
         try:
-            self._browser = self._playwright.chromium.launch(executable_path=niced_chromium(folder), args=list(CHROMIUM_ARGS))
+            self._browser = self._playwright.chromium.launch(executable_path=niced_chromium(folder, nice), args=list(CHROMIUM_ARGS))
             self.page = self._browser.new_page(viewport=viewport or VIEWPORT)
             self.page.on("request", self._check_host)
             self.renderer = ""
