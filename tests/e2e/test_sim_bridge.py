@@ -326,16 +326,16 @@ SENDER = textwrap.dedent(
     import numpy as np
     from unitree_sdk2py.core.channel import ChannelPublisher
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
-    from asap_ros.runtime import dds
-    from asap_ros.g1 import codec as g1
-    from asap_ros.core.robot import load_robot_model
+    from asap_ros.config.robot import load_robot_model
     from asap_ros.core.state import JointCommand
+    from asap_ros.g1.sdk import SdkLowCmdEncoder
+    from asap_ros.runtime import dds
 
     dds.init_channels(int(sys.argv[1]), "lo")
     robot = load_robot_model()
     publisher = ChannelPublisher("rt/lowcmd", LowCmd_)
     publisher.Init()
-    encoder = LowCmdEncoder()
+    encoder = SdkLowCmdEncoder()
     cmd = JointCommand(q=np.array(robot.default_q), kp=np.array(robot.kp), kd=np.array(robot.kd))
     print("sending", flush=True)
     while True:
@@ -378,7 +378,7 @@ def test_motors_go_limp_when_the_sender_is_killed(dds_domain, lowcmd_pub):
 
 
 def test_weak_knees_produce_less_knee_torque_than_nominal_for_the_same_command(dds_domain, lowcmd_pub, robot):
-    encoder = LowCmdEncoder()
+    encoder = SdkLowCmdEncoder()
     bend = command(robot, m3=1.2, m9=1.2)
     peaks = {}
     for profile in ("nominal", "weak_knees"):
