@@ -23,7 +23,7 @@ import numpy as np
 
 FAULTS = ("hot", "motor_error", "bad_crc", "second_writer")
 HOT_MOTOR, HOT_C = 9, 80.0
-"""right_knee_joint at 80 C; it cools towards ambient with a 120 s time constant."""
+"""right_knee_joint held at 80 C (the simulator's temperature override)."""
 ERROR_MOTOR, ERROR_CODE = 4, 0x8
 """left_ankle_pitch_joint reports motor error state 0x8."""
 
@@ -98,6 +98,7 @@ def main() -> int:
 
     from asap_ros.runtime.dds import init_channels
     from asap_ros.sim.config import load_sim_config
+    from asap_ros.sim.dds_types import MOTOR_ERROR, MOTOR_TEMPERATURE
     from asap_ros.sim.simulator import Simulator
 
     init_channels(args.domain)
@@ -105,10 +106,10 @@ def main() -> int:
     config = load_sim_config()
     config = dataclasses.replace(config, mode_machine=args.mode_machine, mocap=dataclasses.replace(config.mocap, rate_hz=0.0))
     sim = Simulator(config, args.domain)
-    if args.fault == "hot":
-        sim.thermal.temperature_c[HOT_MOTOR] = HOT_C
+    if args.fault == "hot":  # the simulator's own motor-health overrides, as over its control topic
+        sim.request(MOTOR_TEMPERATURE, HOT_C, motor=HOT_MOTOR)
     elif args.fault == "motor_error":
-        sim.lowstate.record["motor_state"]["motorstate"][ERROR_MOTOR] = ERROR_CODE  # the CRC covers it
+        sim.request(MOTOR_ERROR, ERROR_CODE, motor=ERROR_MOTOR)
     elif args.fault == "bad_crc":
         sim.lowstate = CorruptCrc(sim.lowstate)
     sim.start()
