@@ -74,6 +74,9 @@ def test_recorder_domain_asks_the_kernel_for_the_configured_receive_buffer(dds_d
 
 
 def test_free_space_floor_stops_recording_with_a_fault_on_diagnostics(tmp_path, dds_domain):
+    # A domain of the test's own, as for the recording session: /diagnostics from a process on
+    # this process's shared domain sometimes never reached the listener after other modules ran.
+    dds_domain = 1 + (dds_domain + 129) % 200
     env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}
     recorder = subprocess.Popen(
         recorder_command(dds_domain, tmp_path, "bag", "min_free_mb:=1000000000.0", "flush_period_s:=0.2"),
