@@ -637,20 +637,20 @@ def limited(config: ControllerConfig) -> ControllerConfig:
 
 def test_stand_up_target_is_compared_with_the_measured_pose_of_a_limp_joint(robot, limited, runners) -> None:
     """PASSIVE has no stiffness: the first stand-up target is checked against where the joint is.
-    A knee that swung 1.3 rad between the Stand and the first stand-up step faults."""
+    A knee that swung 2.3 rad between the Stand and the first stand-up step faults."""
     rig = Rig(robot, limited, runners[0])
     rig.step()
     rig.request(Stand())
-    rig.q[KNEE] += 1.3
+    rig.q[KNEE] += 2.3
     _target_step_fault(rig, limited, Mode.STAND_UP, "left_knee_joint")
 
 
 def test_a_one_step_prepare_blend_to_a_far_pose_faults(robot, limited, runners) -> None:
-    """The shortest blend the loader accepts (one control step) is a jump: to a start pose 1.5 rad
+    """The shortest blend the loader accepts (one control step) is a jump: to a start pose 2.5 rad
     away it latches DAMPING instead of being sent."""
     real = runners[0]
     pose = real.spec.prepare_pose.copy()
-    pose[16] += 1.5  # left shoulder roll
+    pose[16] += 2.5  # left shoulder roll
     spec = dataclasses.replace(real.spec, prepare_blend_s=real.spec.control_dt, prepare_pose=pose)
     rig = Rig(robot, limited, PolicyRunner(spec, robot, real.actor))
     rig.bring_to(Mode.HOLD)
