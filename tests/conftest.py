@@ -32,13 +32,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"{item.nodeid} uses DDS (dds_domain): move it to tests/e2e/", pytrace=False)
 
 
-# Fast DDS (rclpy's middleware here) between processes over UDP only, never its shared-memory
-# transport: a process the tests kill (kill -9 of a node, a crashed run) leaves its shared-memory
-# segments and port locks in /dev/shm, and later participants that reuse them then lose samples
-# although they match (the stand-in's and the recorder's /diagnostics never arrived). Children
-# inherit it. On the robot the Cyclone RMW is used.
-os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
-
 _exit_status = 0
 _STATE = os.environ.get("ASAP_TEST_STATE")
 """Folder where scripts/test finds the running test and the fault handler's output after a crash."""

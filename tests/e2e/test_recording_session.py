@@ -33,6 +33,13 @@ from asap_ros.testing.ros_system import dying_with_this_process
 DURATION_S = 20.0
 
 
+RECORDER_UDP_ONLY = {"FASTDDS_BUILTIN_TRANSPORTS": "UDPv4"}
+"""Environment of a recorder whose ROS 2 topics (/diagnostics) tests read: Fast DDS over UDP only.
+Killed nodes leave Fast DDS shared-memory segments in /dev/shm (365 found on this machine), and
+/diagnostics then sometimes never reached a matched reader over the shared-memory transport
+(fresh-clone CI runs). UDP-only for every rclpy process broke other ROS tests, so only here."""
+
+
 def recorder_command(domain: int, output: Path, name: str, *params: str) -> list[str]:
     params = (f"dds_domain:={domain}", f"output_dir:={output}", f"bag_name:={name}", *params)
     return dying_with_this_process(
@@ -54,12 +61,11 @@ class RecordedSession:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory, dds_domain) -> RecordedSession:
-    # A domain of the session's own (recorder and publisher are both processes): nothing that
-    # earlier tests left on this process's domain can reach the recorder. On the shared domain the
-    # stand-in's /diagnostics sometimes never reached the recorder after other modules had run.
+    # A domain of the session's own (recorder and publisher are both processes), and the recorder's
+    # Fast DDS over UDP only (RECORDER_UDP_ONLY): the stand-in's /diagnostics sometimes never reached it.
     dds_domain = 1 + (dds_domain + 149) % 200
     work = tmp_path_factory.mktemp("session")
-    env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}
+    env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain), **RECORDER_UDP_ONLY}
     log = work / "recorder.log"
     with log.open("w") as log_stream:
         recorder = subprocess.Popen(
