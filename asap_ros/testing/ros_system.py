@@ -401,12 +401,6 @@ class System:
             self.sim.stop()
 
 
-def holding(system: System) -> System:
-    """The body of an autouse fixture: every test of a module starts in HOLD, supervisor watching."""
-    system.ensure_holding()
-    return system
-
-
 def started_system(domain: int, logs: Path) -> Iterator[System]:
     """A started :class:`System`, closed afterwards (the body of a module-scoped fixture)."""
     system = System(domain, logs)

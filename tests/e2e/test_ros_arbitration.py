@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from asap_ros.testing.ros_system import ROOT, System, holding, max_writers_in_window, started_system
+from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window, started_system
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def system(dds_domain, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def each_test_starts_holding(system):
-    holding(system)
+    system.ensure_holding()
 
 
 def deploy_writer(system: System) -> int:

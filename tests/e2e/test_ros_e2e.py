@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from asap_ros.testing.ros_system import ROOT, System, distribution_ms, holding, node_process, started_system
+from asap_ros.testing.ros_system import ROOT, System, distribution_ms, node_process, started_system
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def system(dds_domain, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def each_test_starts_holding(system):
-    holding(system)
+    system.ensure_holding()
 
 
 def deploy_writer(system: System, since_ns: int) -> int:

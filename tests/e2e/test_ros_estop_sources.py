@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from asap_ros.testing.ros_system import ROOT, dying_with_this_process, holding, started_system
+from asap_ros.testing.ros_system import ROOT, dying_with_this_process, started_system
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def system(dds_domain, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def each_test_starts_holding(system):
-    holding(system)
+    system.ensure_holding()
 
 
 def test_estop_topic_damps_the_robot(system):
