@@ -33,7 +33,7 @@ import numpy as np
 from record_session import cpu_seconds  # the sibling benchmark (benchmarks/ is the script's path)
 
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import System, node_process
+from asap_ros.testing.ros_system import System, node_process, simulator_line
 
 
 class PolicyStepReader:
@@ -117,7 +117,6 @@ def main() -> None:
             recorder.terminate()
             recorder.wait(30)
         system.close()
-    sim = system.sim.stats()
     with steps._lock:
         rows = list(steps.rows)
     latency_us = np.array([r[0] for r in rows if r[0] > 0], dtype=np.float64) / 1e3
@@ -133,9 +132,7 @@ def main() -> None:
         p50, p90, p99, pmax = np.percentile(values, [50, 90, 99, 100])
         print(f"{name}: p50 {p50:.0f} us  p90 {p90:.0f} us  p99 {p99:.0f} us  max {pmax:.0f} us")
     print(f"deadline misses (late steps, > 5 ms past the deadline): {misses}  (logs: {logs})")
-    gaps, cost = sim["lowstate_gaps"], sim["step_cost_us"]
-    print(f"simulator: {gaps['over_2_periods']} LowState gaps over 2 periods (longest {gaps['max_ms']:.1f} ms), "
-          f"physics step p99 {cost['p99']:.0f} us, {sim['resyncs']} resyncs")
+    print(simulator_line(system.sim.stats()))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """E-stop latency: ``~/estop`` service call while tracking -> first damping LowCmd on rt/lowcmd.
 
-Simulated G1 (500 Hz LowState) in this process, asap_deploy and asap_supervisor as processes,
+Simulated G1 (``asap_sim``, 500 Hz LowState), asap_deploy and asap_supervisor as processes,
 an independent rt/lowcmd reader stamping arrivals. Each trial: stand, start kick_level1, wait
 until TRACKING plus a random 0-0.5 s, call ``/asap_deploy/estop``, time the first LowCmd with
 kp 0 on every motor from the deploy node's writer, reset. Target: within one control period
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import System, distribution_ms, track_or_recover
+from asap_ros.testing.ros_system import System, distribution_ms, simulator_line, track_or_recover
 
 PERIOD_MS = 20.0
 
@@ -56,6 +56,7 @@ def main() -> None:
     for fault in sorted(set(faults)):
         print(f"  {fault}")
     print(f"e-stop service -> first damping LowCmd: {distribution_ms(latencies)}")
+    print(simulator_line(system.sim.stats()))
     print(f"within one control period ({PERIOD_MS:g} ms): {within}/{len(latencies)}  (logs: {logs})")
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window
+from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window, simulator_line
 
 
 @dataclass
@@ -173,6 +173,7 @@ def main() -> None:
     for row in rows:
         latency = f"{row.to_safe_ms:.1f}" if row.to_safe_ms is not None else "none"
         print(f"| {row.scenario} | {latency} | {row.writers} | {row.reason} |")
+    print(simulator_line(system.sim.stats()))
     print(f"(logs: {logs})")
 
 

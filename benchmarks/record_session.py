@@ -1,9 +1,8 @@
 """Benchmark: record a simulated session with ``asap_recorder`` and report completeness and cost.
 
-The real thing on one DDS domain on loopback: the MuJoCo G1 (``asap_sim``, in this process:
-LowState at 500 Hz, simulated mocap at 200 Hz), ``asap_deploy`` (50 Hz policy steps) and
-``asap_supervisor`` as processes (the bring-up of :mod:`asap_ros.testing.ros_system`), and ``asap_recorder``
-started first. The deploy node runs ``--motion`` start -> track -> HOLD again and again for
+The real thing on one DDS domain on loopback: the MuJoCo G1 (``asap_sim``: LowState at 500 Hz,
+simulated mocap at 200 Hz), ``asap_deploy`` (50 Hz policy steps) and ``asap_supervisor``, each a
+process (the bring-up of :mod:`asap_ros.testing.ros_system`), and ``asap_recorder`` started first. The deploy node runs ``--motion`` start -> track -> HOLD again and again for
 ``--duration`` seconds (default 600); then everything stops, the recorder last. Printed:
 
 - per topic, the count each publisher reports (the simulator's counters, ``asap_deploy``'s
@@ -12,8 +11,7 @@ started first. The deploy node runs ``--motion`` start -> track -> HOLD again an
 - the UDP datagrams the kernel dropped on the recorder's sockets (receive buffer full);
 - the recorder's CPU share (user+system time / wall time of its process) and peak memory;
 - control step latency p50/p99/max and deadline misses, from every policy step in the bag
-  (no reader of ours competes for the GIL with the simulator in this process), and the
-  simulator's own LowState publish gaps (a stalled state stream makes steps late);
+  and the simulator's own LowState publish gaps (a stalled state stream makes steps late);
 - the per-message cost of storing the DDS bytes unchanged against decoding and re-serialising.
 
     flock /tmp/asap-bench.lock .venv/bin/python benchmarks/record_session.py --duration 600
@@ -35,7 +33,7 @@ import numpy as np
 
 from asap_ros.recording import topics as T
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import System, node_process
+from asap_ros.testing.ros_system import System, node_process, simulator_line
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BAG_NAME = "bench"
@@ -75,24 +73,22 @@ def udp_drops(pid: int) -> int:
     return drops
 
 
-def wait_for_recorder(mocap: Any, timeout_s: float) -> None:
-    """Until this process has discovered a reader of every recorded DDS topic outside itself and
-    the simulator's ``mocap`` publisher has a subscriber (before the deploy node exists, those
-    are the recorder's): the publishers' first samples are then recorded too."""
+def wait_for_recorder(timeout_s: float) -> None:
+    """Until this process has discovered a reader of every recorded DDS topic outside itself (before
+    the deploy node and the simulator exist, those are the recorder's): their publishers' first
+    samples are then recorded too. (The simulator waits for the recorder's mocap subscription.)"""
     from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsSubscription
 
     from asap_ros.runtime.dds import close_entity, participant
 
     dp = participant()
     reader = BuiltinDataReader(dp, BuiltinTopicDcpsSubscription)
-    missing, deadline = {*T.DDS_TOPICS, T.MOCAP_POSE}, time.monotonic() + timeout_s
+    missing, deadline = set(T.DDS_TOPICS), time.monotonic() + timeout_s
     try:
         while missing:
             if time.monotonic() > deadline:
                 raise SystemExit(f"the recorder's subscriptions were not discovered within {timeout_s} s: {sorted(missing)}")
             missing -= {s.topic_name for s in reader.take(N=64) if s.participant_key != dp.guid}
-            if mocap.subscribers():
-                missing.discard(T.MOCAP_POSE)
             time.sleep(0.05)
     finally:
         close_entity(reader)
@@ -204,9 +200,7 @@ def print_latency(steps: np.ndarray, sim: dict[str, Any]) -> None:
     p50, p99, pmax = np.percentile(latency_ms, [50, 99, 100])
     print(f"control step latency over {len(latency_ms)} steps: p50 {p50:.2f} ms  p99 {p99:.2f} ms  max {pmax:.2f} ms; "
           f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {int(steps[:, 2].sum())}")
-    gaps = sim["lowstate_gaps"]
-    print(f"simulator: {gaps['over_2_periods']} LowState publish gaps over 2 periods (longest {gaps['max_ms']:.1f} ms), "
-          f"physics step p99 {sim['step_cost_us']['p99']:.0f} us, real-time factor {sim['real_time_factor']:.3f}")
+    print(simulator_line(sim))
 
 
 def recorder_param(text: str) -> tuple[str, str]:
@@ -233,9 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     recorder = node_process("recorder_node", args.domain, params, logs / "recorder.log")
     try:
         system = System(args.domain, logs, deploy_params={"late_after_ms": LATE_AFTER_MS},
-                        lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=MOCAP_RATE_HZ)
+                        lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=MOCAP_RATE_HZ, mocap_readers=1)
         try:
-            wait_for_recorder(system.sim.mocap, 60.0)
+            wait_for_recorder(60.0)
             cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
             system.start_supervisor()
             system.start_deploy()

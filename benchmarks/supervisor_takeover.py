@@ -1,7 +1,7 @@
 """Supervisor takeover: ``kill -9`` (or ``kill -STOP``) of asap_deploy while tracking -> first
 damping LowCmd from asap_supervisor on rt/lowcmd.
 
-Simulated G1 in this process, deploy and supervisor as processes, an independent rt/lowcmd
+Simulated G1 (``asap_sim``), deploy and supervisor as processes, an independent rt/lowcmd
 reader that tells writers apart by their DDS publication handle. Each trial also checks that
 the supervisor wrote nothing while the deploy node was alive. Target: within 50 ms.
 ``--signal STOP`` freezes the process instead (a hang: detected by silence, not by exit).
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import System, distribution_ms, track_or_recover
+from asap_ros.testing.ros_system import System, distribution_ms, simulator_line, track_or_recover
 
 TARGET_MS = 50.0
 
@@ -62,6 +62,7 @@ def main() -> None:
     within = sum(v <= TARGET_MS * 1e6 for v in latencies)
     print(f"motions lost to a safety fault before the kill (simulated robot in its band): {len(faults)}")
     print(f"kill -{args.signal} of asap_deploy -> first supervisor damping LowCmd: {distribution_ms(latencies)}")
+    print(simulator_line(system.sim.stats()))
     print(f"within {TARGET_MS:g} ms: {within}/{len(latencies)}; trials where the supervisor wrote while deploy "
           f"was alive: {early_writes}  (logs: {logs})")
 

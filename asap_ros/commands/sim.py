@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
-import json
 import os
-import signal
 import struct
 import subprocess
 import sys
@@ -24,12 +22,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from asap_ros.runtime.scheduling import fifo_permitted
+from asap_ros.sim.process import read_stats, sim_command, stop_gracefully
+
 if TYPE_CHECKING:
     from asap_ros.sim.session import OperatorScript, RunSetup
 
 DEFAULT_POLICY = "CR7_level1.yaml"
 SIM_READY_TIMEOUT_S = 30.0
-SIM_STOP_TIMEOUT_S = 10.0
 GROUND_TRUTH_WAIT_S = 0.05
 POLL_PERIOD_S = 0.01
 DEFAULT_RT_PRIORITY = 50
@@ -124,28 +124,9 @@ class GroundTruthBuffer:
         return BodyPose(np.array(sample.pelvis_pos), np.array(sample.pelvis_quat_wxyz), np.array(sample.q))
 
 
-def fifo_permitted() -> bool:
-    """Whether this process may use SCHED_FIFO (tried on this thread, then undone)."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-    except PermissionError:
-        return False
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    return True
-
-
 def _start_simulator(args: argparse.Namespace, domain: int, out_dir: Path, record: bool, rt_priority: int) -> subprocess.Popen:
-    command = [
-        sys.executable, "-m", "asap_ros.sim.main", "--domain", str(domain), "--interface", "lo",
-        "--profile", str(args.profile), "--stats-json", str(out_dir / "sim_stats.json"),
-    ]  # fmt: skip
-    if not record:
-        command += ["--mocap-rate", "0"]
-
-    if args.viewer:
-        command.append("--viewer")
-    if rt_priority:
-        command = ["chrt", "--fifo", str(rt_priority), *command]
+    command = sim_command(domain, stats_json=out_dir / "sim_stats.json", profile=str(args.profile),
+                          mocap_rate_hz=None if record else 0, viewer=args.viewer, rt_priority=rt_priority)
     log = (out_dir / "asap_sim.log").open("w")
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
 
@@ -165,17 +146,6 @@ def _start_recorder(directory: Path, domain: int, out_dir: Path) -> subprocess.P
         command += ["-p", f"{name}:={value}"]
     log = (out_dir / "asap_recorder.log").open("w")
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGINT (clean exit, statistics written), then SIGKILL if it does not exit in time."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(SIM_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class RealTimeRun:
@@ -271,7 +241,7 @@ class RealTimeRun:
         for endpoint in reversed(self._closers):
             endpoint.close()
         for process in self.processes:
-            _stop(process)
+            stop_gracefully(process)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -303,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
         files.update(recording=str(args.record), asap_recorder_log=str(out_dir / "asap_recorder.log"))
     if args.video is not None:
         files.update(_render(args.video, run_.trace))
-    sim_stats = _read_sim_stats(out_dir / "sim_stats.json")
+    sim_stats = read_stats(out_dir / "sim_stats.json")
     summary = summarize_run(
         "sim", setup, script, run_.trace, profile=str(sim_stats.get("profile", args.profile)), started_at=stamp,
         wall_time_s=time.monotonic() - began, sim_time_s=float(sim_stats.get("sim_time_s", duration_s)),
@@ -333,13 +303,6 @@ def _wait_for_simulator(loop, process: subprocess.Popen, out_dir: Path) -> None:
         if process.poll() is not None:
             raise AsapError(f"asap_sim exited with code {process.returncode} before publishing (see {out_dir / 'asap_sim.log'})")
     raise AsapError(f"no rt/lowstate from asap_sim within {SIM_READY_TIMEOUT_S:g} s (see {out_dir / 'asap_sim.log'})")
-
-
-def _read_sim_stats(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return {"error": f"no simulator statistics ({path}: {exc})"}
 
 
 def _render(video: Path, trace) -> dict[str, str]:

@@ -15,3 +15,15 @@ def run_realtime(priority: int) -> str | None:
     except PermissionError:
         return f"SCHED_FIFO {priority} not permitted; running at normal priority"
     return None
+
+
+def fifo_permitted() -> bool:
+    """Whether this process may use SCHED_FIFO (tried on this thread, then undone)."""
+    if not hasattr(os, "sched_setscheduler"):
+        return False
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except PermissionError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True

@@ -17,6 +17,8 @@ from pathlib import Path
 from asap_ros.core.errors import AsapError
 from asap_ros.sim.config import SimConfig, check_sim_config, load_sim_config
 
+READERS_WAIT_S = 30.0
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asap_sim", description=__doc__.splitlines()[0])
@@ -34,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mocap-noise", type=float, help="motion-capture position noise std dev, m")
     parser.add_argument("--mocap-dropout", type=float, help="probability a motion-capture frame is lost")
     parser.add_argument("--no-band", action="store_true", help="start without the elastic band")
+    parser.add_argument("--wait-for-readers", type=int, default=0, metavar="N",
+                        help="start the physics once rt/lowstate has N matched readers (at most "
+                             f"{READERS_WAIT_S:g} s): a recorder or client started first misses no sample")
+    parser.add_argument("--wait-for-mocap-readers", type=int, default=0, metavar="N",
+                        help="... and mocap/pose N matched subscriptions")
     parser.add_argument("--duration", type=float, help="stop after this many seconds (default: run until stopped)")
     parser.add_argument("--viewer", action="store_true", help="show the MuJoCo passive viewer (needs a display)")
     parser.add_argument("--stats-json", type=Path, help="write the exit statistics to this file")
@@ -73,7 +80,11 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for option, value in (("--wait-for-readers", args.wait_for_readers), ("--wait-for-mocap-readers", args.wait_for_mocap_readers)):
+        if value < 0:
+            parser.error(f"{option} must be >= 0, got {value}")
     try:
         from asap_ros.sim.simulator import Simulator
 
@@ -82,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         done = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: done.set())
-        sim.start()
+        sim.start(args.wait_for_readers, args.wait_for_mocap_readers, READERS_WAIT_S)
     except AsapError as exc:
         print(f"asap_sim: error: {exc}", file=sys.stderr)
         return 2

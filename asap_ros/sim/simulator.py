@@ -134,7 +134,10 @@ class Simulator:
         self._stopped_ns = 0
 
     # --- lifecycle ------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, lowstate_readers: int = 0, mocap_readers: int = 0, wait_s: float = 0.0) -> None:
+        """Open the DDS endpoints and start the physics: once rt/lowstate has ``lowstate_readers``
+        matched readers and mocap/pose ``mocap_readers`` subscriptions, or after ``wait_s`` (the
+        shortfall then goes to stderr)."""
         if self._thread is not None:
             raise AsapError("simulator already started")
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
@@ -147,10 +150,25 @@ class Simulator:
         self._gt_writer = DataWriter(dp, Topic(dp, GROUND_TRUTH_TOPIC, GroundTruth_))
         self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self.intake.on_payload)
         self._control_reader = RawReader(CONTROL_TOPIC, SimControl_, self._on_control, qos=CONTROL_QOS)
+        if lowstate_readers or mocap_readers:
+            self._wait_for_readers(lowstate_readers, mocap_readers, wait_s)
         if self.mocap is not None:
             self.mocap.start()
         self._thread = threading.Thread(target=self._run, name="asap-sim-physics", daemon=True)
         self._thread.start()
+
+    def _wait_for_readers(self, wanted: int, mocap_wanted: int, wait_s: float) -> None:
+        deadline = time.monotonic() + wait_s
+        while True:
+            readers = self._lowstate_writer.matched()
+            mocap = self.mocap.subscribers() if self.mocap is not None else 0
+            if readers >= wanted and mocap >= mocap_wanted:
+                return
+            if time.monotonic() > deadline:
+                print(f"asap_sim: starting with {readers} of {wanted} rt/lowstate readers and {mocap} of "
+                      f"{mocap_wanted} mocap subscribers after {wait_s:g} s", file=sys.stderr, flush=True)
+                return
+            time.sleep(0.01)
 
     def _launch_viewer(self) -> Any:
         """MuJoCo's passive viewer; refused up front without a display (GLFW would exit the process)."""

@@ -1,6 +1,7 @@
-"""End-to-end harness: simulated G1 in this process, asap_deploy and asap_supervisor as real
-processes, an independent rt/lowcmd observer, and rclpy service calls. Used by
-the ROS end-to-end tests and the ``benchmarks/`` scripts.
+"""End-to-end harness: the simulated G1 (``asap_sim``), asap_deploy and asap_supervisor as real
+processes that die with this one, an independent rt/lowcmd observer, and rclpy service calls.
+Used by the ROS end-to-end tests and the ``benchmarks/`` scripts. This process reaches the
+others only over DDS and ROS, as any client on the robot's network would.
 
 Everything runs on one DDS domain (unitree channels and ROS_DOMAIN_ID alike) on loopback.
 """
@@ -19,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from asap_ros.testing.children import dying_with_this_process
+from asap_ros.testing.sim_process import SimProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 TAKEOVER = "TAKEOVER"
@@ -136,22 +140,6 @@ def max_writers_in_window(samples: list[LowCmdSample], window_ns: int = 20_000_0
     return most
 
 
-DIE_WITH_PARENT = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
-    "os.getppid() == int(sys.argv[1]) or sys.exit('parent gone')\n"
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-def dying_with_this_process(args: list[str]) -> list[str]:
-    """``args`` run so that the kernel kills the child when this process dies, however it dies
-    (``PR_SET_PDEATHSIG``, kept across ``exec``): a crashed test run leaves no node behind on a
-    DDS domain that a later run may reuse. Start the child from the main thread (the signal
-    follows the thread that forked it)."""
-    return [sys.executable, "-c", DIE_WITH_PARENT, str(os.getpid()), *args]
-
-
 def node_process(module: str, domain: int, params: dict[str, Any], log: Path,
                  env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start ``python -m asap_ros.ros.<module>`` with ``-p`` overrides on ``domain`` (``env``: extra
@@ -253,29 +241,18 @@ class RosClient:
         rclpy.shutdown(context=self.context)
 
 
-def make_simulator(domain: int, lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0,
-                   profile: str | None = None) -> Any:
-    """The simulated G1 (mocap off unless ``mocap_rate_hz``; ``profile``: a robot profile name or
-    YAML path instead of the configured one) on ``domain``, hanging in its elastic band; not started.
-
-    The band holds only the pelvis position: a limp (PASSIVE) robot tips over within a second,
-    so a Stand must follow the start of the simulator (or a Reset) at once.
-    """
-    from asap_ros.sim.config import load_sim_config
-    from asap_ros.sim.simulator import Simulator
-
-    base = load_sim_config()
-    config = dataclasses.replace(base, lowstate_rate_hz=lowstate_rate_hz, profile=profile or base.profile,
-                                 mocap=dataclasses.replace(base.mocap, rate_hz=mocap_rate_hz))
-    return Simulator(config, domain)
-
-
 class System:
-    """Simulator + observer + client in this process; deploy and supervisor as processes."""
+    """Simulator, deploy and supervisor as processes; observer and client in this process.
+
+    The simulated G1 hangs in its elastic band, which holds only the pelvis position: a limp
+    (PASSIVE) robot tips over within a second, so a Stand follows the simulator's start (or a
+    Reset) at once. Mocap is off unless ``mocap_rate_hz`` (``mocap_readers``: subscriptions
+    the simulator waits for); ``sim_profile``: a robot profile name or YAML path.
+    """
 
     def __init__(self, domain: int, logs: Path, deploy_params: dict[str, Any] | None = None,
-                 supervisor_params: dict[str, Any] | None = None, sim: bool = True,
-                 lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0, sim_profile: str | None = None) -> None:
+                 supervisor_params: dict[str, Any] | None = None, lowstate_rate_hz: float = 500.0,
+                 mocap_rate_hz: float = 0.0, sim_profile: str | None = None, mocap_readers: int = 0) -> None:
         from asap_ros.runtime.dds import init_channels
 
         init_channels(domain, "lo")
@@ -285,7 +262,7 @@ class System:
         self.supervisor_params = {**TEST_SUPERVISOR_PARAMS, **(supervisor_params or {})}
         self.deploy_env: dict[str, str] = {}
         """Extra environment of the deploy process (read at its start-up)."""
-        self.sim = make_simulator(domain, lowstate_rate_hz, mocap_rate_hz, sim_profile) if sim else None
+        self.sim = SimProcess(domain, logs, lowstate_rate_hz, mocap_rate_hz, sim_profile, mocap_readers)
         self.lowcmd = LowCmdObserver()
         self.ros = RosClient(domain)
         self.deploy: subprocess.Popen | None = None
@@ -314,8 +291,7 @@ class System:
         """Supervisor and deploy node first, then the simulator, then Stand at once."""
         self.start_supervisor()
         self.start_deploy()
-        if self.sim is not None:
-            self.sim.start()
+        self.sim.start()
         self.stand()
 
     def stand(self) -> None:
@@ -397,8 +373,7 @@ class System:
         self.stop_nodes()
         self.ros.close()
         self.lowcmd.close()
-        if self.sim is not None:
-            self.sim.stop()
+        self.sim.stop()
 
 
 def started_system(domain: int, logs: Path) -> Iterator[System]:
@@ -416,6 +391,17 @@ def distribution_ms(values_ns: list[int]) -> str:
     ms = np.asarray(values_ns, dtype=np.float64) / 1e6
     p50, p90, pmax = np.percentile(ms, [50, 90, 100])
     return f"n={len(ms)} p50={p50:.2f} ms p90={p90:.2f} ms max={pmax:.2f} ms"
+
+
+def simulator_line(stats: dict[str, Any]) -> str:
+    """What ``asap_sim`` reported of its own timing at exit: LowState publish gaps, physics step
+    cost, resyncs and real-time factor (a late state, told apart from a late step)."""
+    if "error" in stats:
+        return f"simulator: {stats['error']}"
+    gaps, cost = stats["lowstate_gaps"], stats["step_cost_us"]
+    return (f"simulator: {stats['lowstates_published']} LowStates published, {gaps['over_2_periods']} publish gaps "
+            f"over 2 periods (longest {gaps['max_ms']:.1f} ms), physics step p50 {cost['p50']:.0f} us p99 "
+            f"{cost['p99']:.0f} us, {stats['resyncs']} resyncs, real-time factor {stats['real_time_factor']:.3f}")
 
 
 def track_or_recover(system: System, faults: list[str], trials: int) -> bool:

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from asap_ros.testing.ros_system import ROOT, dying_with_this_process, started_system
+from asap_ros.testing.children import dying_with_this_process
+from asap_ros.testing.ros_system import ROOT, started_system
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,7 @@ from asap_ros.sim.dds_types import (
 )
 from asap_ros.sim.main import main as sim_main
 from asap_ros.sim.simulator import Simulator
-from asap_ros.testing.ros_system import dying_with_this_process
+from asap_ros.testing.children import dying_with_this_process
 
 REPO = Path(__file__).resolve().parents[2]
 LEFT_ELBOW = 18

@@ -85,7 +85,7 @@ def wait_page_shows_simulator_temperatures(browser: ViewBrowser, system: System,
     deadline = time.monotonic() + timeout_s
     while True:
         shown = page_temperatures(browser)
-        simulated = dict(zip(names, system.sim.thermal.temperature_c.tolist()))
+        simulated = dict(zip(names, system.sim.temperatures_c().tolist()))
         off = {n: (shown.get(n), round(simulated[n], 1)) for n in names if n not in shown or abs(shown[n] - simulated[n]) > TEMPERATURE_TOLERANCE_C}
         if not off:
             return shown

@@ -1,0 +1,59 @@
+"""``asap_sim`` as a child process: the command line that starts it, a clean stop, its statistics."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+STOP_TIMEOUT_S = 10.0
+
+
+def sim_command(
+    domain: int,
+    *,
+    interface: str = "lo",
+    stats_json: Path | None = None,
+    profile: str | None = None,
+    lowstate_rate_hz: float | None = None,
+    mocap_rate_hz: float | None = None,
+    wait_for_readers: int = 0,
+    wait_for_mocap_readers: int = 0,
+    viewer: bool = False,
+    rt_priority: int = 0,
+) -> list[str]:
+    """The command that runs ``asap_sim`` with these options (None: ``config/sim.yaml``'s);
+    ``rt_priority`` > 0 runs the whole process under SCHED_FIFO at that priority (``chrt``)."""
+    command = [sys.executable, "-m", "asap_ros.sim.main", "--domain", str(domain), "--interface", interface]
+    for option, value in (("--stats-json", stats_json), ("--profile", profile), ("--lowstate-rate", lowstate_rate_hz),
+                          ("--mocap-rate", mocap_rate_hz)):
+        if value is not None:
+            command += [option, str(value)]
+    for option, value in (("--wait-for-readers", wait_for_readers), ("--wait-for-mocap-readers", wait_for_mocap_readers)):
+        if value:
+            command += [option, str(value)]
+    if viewer:
+        command.append("--viewer")
+    return ["chrt", "--fifo", str(rt_priority), *command] if rt_priority else command
+
+
+def stop_gracefully(process: subprocess.Popen, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGINT (a clean exit: statistics written), then SIGKILL if it does not exit in time."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def read_stats(path: Path) -> dict[str, Any]:
+    """The statistics ``asap_sim --stats-json`` wrote at exit, or ``{"error": why there are none}``."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"error": f"no simulator statistics ({path}: {exc})"}

@@ -1,0 +1,130 @@
+"""The simulated G1 for the end-to-end harness: ``asap_sim`` (the process ``asap-ros sim``
+starts) as a child of the test process, which dies with it, driven and watched like any
+client: band, remote and motor-health requests on ``rt/asap_sim/control``, the state from
+``rt/lowstate``, its statistics from ``--stats-json`` at exit.
+
+Its physics thread then shares no interpreter lock with the test's rclpy clients and
+``rt/lowcmd`` observers, as the G1's own board shares none with the robot computer.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from asap_ros.runtime.scheduling import fifo_permitted
+from asap_ros.testing.children import dying_with_this_process
+
+SIM_PRIORITY = 90
+"""SCHED_FIFO priority of the whole ``asap_sim`` process: above the deploy node's control thread
+(80) and the supervisor's threads (85), as the robot's own board is beyond the reach of the
+computer's load. Normal scheduling where SCHED_FIFO is not permitted."""
+READY_TIMEOUT_S = 60.0
+
+
+class SimProcess:
+    """``asap_sim`` on ``domain`` (loopback), started by :meth:`start`; call
+    :func:`asap_ros.runtime.dds.init_channels` for ``domain`` first."""
+
+    def __init__(self, domain: int, logs: Path, lowstate_rate_hz: float = 500.0, mocap_rate_hz: float = 0.0,
+                 profile: str | None = None, mocap_readers: int = 0) -> None:
+        """``mocap_readers``: subscriptions of mocap/pose to wait for before the first step (a
+        recorder that must hold every pose)."""
+        from asap_ros.sim.process import sim_command
+
+        self.domain, self.logs = domain, logs
+        self.stats_path = logs / "sim_stats.json"
+        self.log_path = logs / "asap_sim.log"
+        self._command = sim_command(domain, stats_json=self.stats_path, profile=profile,
+                                    lowstate_rate_hz=lowstate_rate_hz, mocap_rate_hz=mocap_rate_hz,
+                                    wait_for_mocap_readers=mocap_readers,
+                                    rt_priority=SIM_PRIORITY if fifo_permitted() else 0)  # fmt: skip
+        self.process: subprocess.Popen | None = None
+        self._lowstate: Any = None
+        self._control: Any = None
+
+    def start(self) -> None:
+        """Start ``asap_sim`` once every reader of ``rt/lowstate`` now on the bus has matched it
+        (none misses its first state), and wait for its first LowState."""
+        import os
+
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
+
+        from asap_ros.g1.layout import LOWSTATE_TOPIC
+        from asap_ros.runtime.dds import PolledReader
+        from asap_ros.sim.control import SimControlClient
+
+        if self.process is not None:
+            raise RuntimeError("asap_sim already started")
+        self._lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)
+        readers = readers_on_bus(LOWSTATE_TOPIC)
+        env = {**os.environ, "ROS_DOMAIN_ID": str(self.domain)}
+        self.process = subprocess.Popen(dying_with_this_process([*self._command, "--wait-for-readers", str(readers)]),
+                                        env=env, stdin=subprocess.DEVNULL, stdout=self.log_path.open("w"),
+                                        stderr=subprocess.STDOUT)  # fmt: skip
+        self._control = SimControlClient()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while self._lowstate.next_arrival(0.1)[0] is None:
+            if self.process.poll() is not None:
+                raise AssertionError(f"asap_sim exited with code {self.process.returncode}:\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no rt/lowstate from asap_sim within {READY_TIMEOUT_S:g} s:\n{self.log()}")
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "asap_sim not started"
+        return self.process.pid
+
+    def request(self, action: str, value: float = 0.0, motor: int = -1) -> None:
+        """Send a band, remote or motor-health request (:mod:`asap_ros.sim.dds_types`)."""
+        assert self._control is not None, "asap_sim not started"
+        self._control.send(action, value, motor=motor)
+
+    def temperatures_c(self) -> np.ndarray:
+        """The 29 motor temperatures of the newest LowState (first sensor, deg C)."""
+        from asap_ros.core.state import NUM_MOTORS
+        from asap_ros.g1.layout import LOWSTATE_WIRE
+
+        payload = self._lowstate.next_arrival(1.0)[0] if self._lowstate is not None else None
+        assert payload is not None, "no rt/lowstate from asap_sim"
+        return LOWSTATE_WIRE.from_cdr(payload)["motor_state"]["temperature"][:NUM_MOTORS, 0].astype(float)
+
+    def log(self) -> str:
+        return self.log_path.read_text()[-3000:] if self.log_path.exists() else "(no log)"
+
+    def stop(self) -> None:
+        """SIGINT (``asap_sim`` writes its statistics), close this side's endpoints (idempotent)."""
+        from asap_ros.sim.process import stop_gracefully
+
+        if self.process is not None:
+            stop_gracefully(self.process)
+        for endpoint in (self._control, self._lowstate):
+            if endpoint is not None:
+                endpoint.close()
+        self._control = self._lowstate = None
+
+    def stats(self) -> dict[str, Any]:
+        """What ``asap_sim`` reported at exit (:meth:`stop` first)."""
+        from asap_ros.sim.process import read_stats
+
+        assert self.process is not None and self.process.poll() is not None, "asap_sim still running: stop() first"
+        return read_stats(self.stats_path)
+
+
+def readers_on_bus(topic: str) -> int:
+    """Readers of ``topic`` alive on this domain now, as this process's participant has discovered them."""
+    from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsSubscription
+    from cyclonedds.core import InstanceState, ReadCondition, SampleState, ViewState
+
+    from asap_ros.runtime.dds import close_entity, participant
+
+    reader = BuiltinDataReader(participant(), BuiltinTopicDcpsSubscription)
+    try:
+        alive = ReadCondition(reader, SampleState.Any | ViewState.Any | InstanceState.Alive)
+        return len({s.key for s in reader.read(N=1024, condition=alive) if s.topic_name == topic})
+    finally:
+        close_entity(reader)
