@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mocap-noise", type=float, help="motion-capture position noise std dev, m")
     parser.add_argument("--mocap-dropout", type=float, help="probability a motion-capture frame is lost")
     parser.add_argument("--no-band", action="store_true", help="start without the elastic band")
+    parser.add_argument("--realtime-priority", type=int, default=0, metavar="N",
+                        help="SCHED_FIFO priority 1..99 of the physics thread and the rt/lowcmd reader (0: normal)")
     parser.add_argument("--wait-for-readers", type=int, default=0, metavar="N",
                         help="start the physics once rt/lowstate has N matched readers (at most "
                              f"{READERS_WAIT_S:g} s): a recorder or client started first misses no sample")
@@ -85,11 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     for option, value in (("--wait-for-readers", args.wait_for_readers), ("--wait-for-mocap-readers", args.wait_for_mocap_readers)):
         if value < 0:
             parser.error(f"{option} must be >= 0, got {value}")
+    if not 0 <= args.realtime_priority <= 99:
+        parser.error(f"--realtime-priority must be 0..99, got {args.realtime_priority}")
     try:
         from asap_ros.sim.simulator import Simulator
 
         config = config_from_args(args)
-        sim = Simulator(config, args.domain, args.interface, viewer=args.viewer)
+        sim = Simulator(config, args.domain, args.interface, viewer=args.viewer, realtime_priority=args.realtime_priority)
         done = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: done.set())

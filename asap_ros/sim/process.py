@@ -23,10 +23,12 @@ def sim_command(
     wait_for_readers: int = 0,
     wait_for_mocap_readers: int = 0,
     viewer: bool = False,
+    realtime_priority: int = 0,
     rt_priority: int = 0,
 ) -> list[str]:
     """The command that runs ``asap_sim`` with these options (None: ``config/sim.yaml``'s);
-    ``rt_priority`` > 0 runs the whole process under SCHED_FIFO at that priority (``chrt``)."""
+    ``realtime_priority``: its physics thread and rt/lowcmd reader under SCHED_FIFO;
+    ``rt_priority`` > 0: the whole process, start-up included, under SCHED_FIFO (``chrt``)."""
     command = [sys.executable, "-m", "asap_ros.sim.main", "--domain", str(domain), "--interface", interface]
     for option, value in (("--stats-json", stats_json), ("--profile", profile), ("--lowstate-rate", lowstate_rate_hz),
                           ("--mocap-rate", mocap_rate_hz)):
@@ -35,6 +37,8 @@ def sim_command(
     for option, value in (("--wait-for-readers", wait_for_readers), ("--wait-for-mocap-readers", wait_for_mocap_readers)):
         if value:
             command += [option, str(value)]
+    if realtime_priority:
+        command += ["--realtime-priority", str(realtime_priority)]
     if viewer:
         command.append("--viewer")
     return ["chrt", "--fifo", str(rt_priority), *command] if rt_priority else command

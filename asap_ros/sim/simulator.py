@@ -34,6 +34,7 @@ from asap_ros.core.errors import AsapError
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.g1.layout import LOWCMD_TOPIC, LOWSTATE_TOPIC
 from asap_ros.runtime.dds import RawReader, RawWriter, close_entity, init_channels, participant
+from asap_ros.runtime.scheduling import run_realtime
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import SimConfig
 from asap_ros.sim.control import CONTROL_QOS
@@ -89,7 +90,10 @@ class Simulator:
         interface: str = "lo",
         viewer: bool = False,
         assets_dir: str | Path | None = None,
+        realtime_priority: int = 0,
     ):
+        """``realtime_priority`` > 0: the physics thread and the rt/lowcmd reader under SCHED_FIFO
+        (``scheduling_note`` says why not, when refused)."""
         self.config = config
         self.domain = domain
         self.interface = interface
@@ -110,6 +114,8 @@ class Simulator:
         if config.mocap.rate_hz > 0:
             self.mocap = MocapStream(config.mocap, domain, self._newest_pose, seeds[2])
         self._viewer_wanted = viewer
+        self._priority = realtime_priority
+        self.scheduling_note: str | None = None
         self._viewer: Any = None
         self._lowstate_writer: RawWriter | None = None
         self._gt_writer: DataWriter | None = None
@@ -148,7 +154,7 @@ class Simulator:
         dp = participant()
         self._lowstate_writer = RawWriter(LOWSTATE_TOPIC, LowState_)
         self._gt_writer = DataWriter(dp, Topic(dp, GROUND_TRUTH_TOPIC, GroundTruth_))
-        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self.intake.on_payload)
+        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self.intake.on_payload, realtime_priority=self._priority)
         self._control_reader = RawReader(CONTROL_TOPIC, SimControl_, self._on_control, qos=CONTROL_QOS)
         if lowstate_readers or mocap_readers:
             self._wait_for_readers(lowstate_readers, mocap_readers, wait_s)
@@ -273,6 +279,7 @@ class Simulator:
         )  # fmt: skip
 
     def _run(self) -> None:
+        self.scheduling_note = run_realtime(self._priority)
         physics = self.physics
         dt = physics.timestep
         period_ns = int(round(dt * 1e9))
@@ -339,6 +346,8 @@ class Simulator:
             "real_time_factor": self.physics.time / wall_s if wall_s else 0.0,
             "step_cost_us": {"p50": p50, "p99": p99, "max": pmax},
             "resyncs": self.resyncs,
+            "realtime_priority": self._priority,
+            "scheduling_note": self.scheduling_note,
             "lowstates_published": self.lowstates_published,
             "lowstate_gaps": {"over_2_periods": self.lowstate_gaps, "max_ms": self._max_gap_ns / 1e6},
             "commands": {

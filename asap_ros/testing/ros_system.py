@@ -29,20 +29,14 @@ TAKEOVER = "TAKEOVER"
 TEST_DEPLOY_PARAMS = {
     "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
     "realtime_priority": 80,
-    # Tolerances for a 2-core machine shared with the simulator and other test runs (timing is
-    # reported by benchmarks/, not judged here) and for the simulator's pelvis-only band, in
-    # which a robot holding its default pose swings up to ~45 deg.
-    "late_after_ms": 50.0, "max_state_age_ms": 1000.0, "max_tilt_deg": 170.0,
+    # The simulator's band holds only the pelvis position: a robot holding its default pose in it
+    # swings up to ~45 deg and, limp, hangs at any angle; a fall is not what these tests are about.
+    "max_tilt_deg": 170.0,
 }
+"""Shipped values for everything else: state age, deadline misses and the 150 ms lease."""
 
-
-TEST_SUPERVISOR_PARAMS = {"realtime_priority": 85, "lease_ms": 500.0}
-"""The grant and watchdog threads above the deploy node's control thread, as robot.launch.py runs
-them; and a 500 ms lease instead of the shipped 150 ms: on this shared 2-core guest, with the
-simulator, the test process and other suites' processes on the same cores, Cyclone's receive
-threads (normal priority in both nodes) have held a grant back by more than the 110 ms the
-shipped lease leaves, and the deploy node then rightly latched DAMPING mid-test. A hang is still
-taken over after ``takeover_after_ms``; the supervisor's first command then waits for the lease."""
+TEST_SUPERVISOR_PARAMS = {"realtime_priority": 85}
+"""The grant and watchdog threads above the deploy node's control thread, as robot.launch.py runs them."""
 
 
 def stiff_controller_config(folder: Path) -> Path:

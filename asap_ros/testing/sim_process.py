@@ -16,13 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.runtime.scheduling import fifo_permitted
 from asap_ros.testing.children import dying_with_this_process
 
 SIM_PRIORITY = 90
-"""SCHED_FIFO priority of the whole ``asap_sim`` process: above the deploy node's control thread
-(80) and the supervisor's threads (85), as the robot's own board is beyond the reach of the
-computer's load. Normal scheduling where SCHED_FIFO is not permitted."""
+"""SCHED_FIFO priority of ``asap_sim``'s physics thread and rt/lowcmd reader: above the deploy
+node's control thread (80) and the supervisor's threads (85), as the robot's own board is beyond
+the reach of the computer's load (its start-up, loading the model, stays at normal priority)."""
 READY_TIMEOUT_S = 60.0
 
 
@@ -42,7 +41,7 @@ class SimProcess:
         self._command = sim_command(domain, stats_json=self.stats_path, profile=profile,
                                     lowstate_rate_hz=lowstate_rate_hz, mocap_rate_hz=mocap_rate_hz,
                                     wait_for_mocap_readers=mocap_readers,
-                                    rt_priority=SIM_PRIORITY if fifo_permitted() else 0)  # fmt: skip
+                                    realtime_priority=SIM_PRIORITY)  # fmt: skip
         self.process: subprocess.Popen | None = None
         self._lowstate: Any = None
         self._control: Any = None
