@@ -190,7 +190,10 @@ class DeployNode:
         out, policy = record.output, record.output.policy
         if out.transition is not None:
             t = out.transition
-            self._publish_mode(t.to_mode.name, t.reason if t.to_mode.name == "DAMPING" else "")
+            damping = t.to_mode.name == "DAMPING"
+            log = self.node.get_logger()
+            (log.warning if damping else log.info)(f"{t.from_mode.name} -> {t.to_mode.name}: {t.reason}")
+            self._publish_mode(t.to_mode.name, t.reason if damping else "")
         if policy is not None:
             self._policy_pub.publish(policy_step_msg(policy))
 

@@ -29,6 +29,12 @@ MODE = '[data-view="mode"]'
 PHASE = '[data-view="phase"]'
 PHASE_APART = 0.1
 TEMPERATURE_TOLERANCE_C = 2.0
+BROWSER_LOAD_SUPERVISOR_PARAMS = {"takeover_after_ms": 1000.0, "lease_ms": 800.0}
+"""Not a physical fact but this machine's load, left as the one such relaxation of the e2e tests:
+with the shipped 200 ms / 150 ms, Chromium rendering WebGL in software on the same two cores
+(on a robot the page is opened on another computer) starved the deploy node's Python threads
+that its control thread shares the interpreter lock with, the control thread was silent for
+210 ms and the supervisor rightly took over mid-motion."""
 MIN_TEMPERATURE_CHANGE_C = 3.0
 MIN_ROBOT_PIXELS = 2000
 """A rendered robot covers far more pixels than this in the test's viewport."""
@@ -130,7 +136,7 @@ def tracking_screenshots(browser: ViewBrowser, system: System, folder: Path, run
 def system(dds_domain, tmp_path):
     system = System(dds_domain, tmp_path, mocap_rate_hz=50.0, sim_profile=str(fast_thermal_profile(tmp_path)),
                     deploy_params={"policies": f"[{MOTION}.yaml]", "default_motion": MOTION},
-                    supervisor_params={"takeover_after_ms": 1000.0, "lease_ms": 800.0})  # the browser shares the 2 cores
+                    supervisor_params=BROWSER_LOAD_SUPERVISOR_PARAMS)
     try:
         system.start()
         yield system
