@@ -23,6 +23,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -34,6 +35,8 @@ from asap_ros.core.state_machine import Reset, Stand, Start
 from asap_ros.ros.parameters import NodeParams
 
 NODE_NAME = "asap_deploy"
+MODE_CHECK_S = 0.1
+"""How often the latched ``~/mode`` is checked against the control loop's mode."""
 MOCAP_TOPIC = "mocap/pose"
 SHUTDOWN_DAMPING_S = 0.1
 """On a clean shutdown the node e-stops and lets the loop send damping this long before stopping."""
@@ -96,7 +99,10 @@ class DeployNode:
         self._mode_pub = node.create_publisher(String, "~/mode", latched)
         self._fault_pub = node.create_publisher(String, "~/fault", latched)
         self._policy_pub = node.create_publisher(Float32MultiArray, "~/policy_step", 10)
-        self._publish_mode(self.controller.mode.name, "")
+        self._mode_lock = threading.Lock()
+        self._shown: tuple[str, str] | None = None
+        self._mode_differed = False
+        self._show_mode(self.controller.mode.name, "", f"starting in {self.controller.mode.name}")
         process = node.create_publisher(String, "~/process", latched)  # lets a local supervisor watch for exit
         process.publish(String(data=f"{socket.gethostname()}:{os.getpid()}"))
         self._process_pub = process
@@ -109,6 +115,7 @@ class DeployNode:
             "state_publish_rate_hz": node.create_timer(1.0 / p["state_publish_rate_hz"], self._state_publisher.publish),
             "diagnostics_rate_hz": node.create_timer(1.0 / p["diagnostics_rate_hz"], self._diagnostics.publish),
         }
+        node.create_timer(MODE_CHECK_S, self._show_loop_mode)
         self.params.on_change(self._apply_rates)
 
     # --- set-up helpers ------------------------------------------------------------------
@@ -190,18 +197,37 @@ class DeployNode:
         out, policy = record.output, record.output.policy
         if out.transition is not None:
             t = out.transition
-            damping = t.to_mode.name == "DAMPING"
-            log = self.node.get_logger()
-            (log.warning if damping else log.info)(f"{t.from_mode.name} -> {t.to_mode.name}: {t.reason}")
-            self._publish_mode(t.to_mode.name, t.reason if damping else "")
+            fault = t.reason if t.to_mode.name == "DAMPING" else ""
+            self._show_mode(t.to_mode.name, fault, f"{t.from_mode.name} -> {t.to_mode.name}: {t.reason}")
         if policy is not None:
             self._policy_pub.publish(policy_step_msg(policy))
 
-    def _publish_mode(self, mode: str, fault: str) -> None:
+    def _show_loop_mode(self) -> None:
+        """Timer: the control loop's mode and fault, when ``~/mode`` has said otherwise for two
+        checks in a row, i.e. the step record of a transition never reached the sink (its queue
+        drops the oldest records when the sink falls behind; a sink error loses one)."""
+        mode = self.loop.mode.name
+        now = (mode, (self.loop.fault_reason or "") if mode == "DAMPING" else "")
+        differs = self._shown != now
+        if differs and self._mode_differed:
+            self._show_mode(*now, f"-> {mode}: {now[1] or 'read from the control loop'} (transition record lost)")
+        self._mode_differed = differs
+
+    def _show_mode(self, mode: str, fault: str, why: str) -> None:
+        """Publish ``~/mode`` and ``~/fault`` and log ``why``, unless they already say this (the
+        sink thread and the mode timer both call it)."""
         from std_msgs.msg import String
 
-        self._mode_pub.publish(String(data=mode))
-        self._fault_pub.publish(String(data=fault))
+        with self._mode_lock:
+            if self._shown == (mode, fault):
+                return
+            self._shown = (mode, fault)
+            self._mode_pub.publish(String(data=mode))
+            self._fault_pub.publish(String(data=fault))
+        if mode == "DAMPING":  # two call sites: rclpy refuses a call site whose severity changes
+            self.node.get_logger().warning(why)
+        else:
+            self.node.get_logger().info(why)
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
