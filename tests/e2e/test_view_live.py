@@ -1,5 +1,5 @@
-"""``asap-ros view`` live, in a real headless Chromium: the simulated G1 (in this process), real
-asap_deploy and asap_supervisor processes, the view as its own process, one motion (APT_level1).
+"""``asap-ros view`` live, in a real headless Chromium: the simulated G1, real asap_deploy and
+asap_supervisor (each a process of the e2e harness), the view as its own process, one motion (APT_level1).
 
 Heavy (processes, DDS, a browser): run under the team lock. Screenshots go to the test's
 tmp_path. Timing is not judged; the page lags the robot by up to a few seconds on a loaded
