@@ -44,7 +44,10 @@ def stiff_controller_config(folder: Path) -> Path:
     damping and wider joint speed/position margins, for physical facts of the simulator's band,
     which holds only the pelvis position: the robot in it tips over when limp, and the standing
     actor, holding it against the band, swings the legs (knee speeds of 26 rad/s in HOLD
-    against the 20 rad/s limit, in the live-view test)."""
+    against the 20 rad/s limit, in the live-view test) and drives the actors far from any state
+    they were trained in: kick_level1 then moved a knee or elbow target 1.21-1.25 rad in one step
+    (against the 1.2 rad limit; fresh-clone CI, harness with the simulator as its own process),
+    APT_level1 a hip pitch target 2.4 rad. The target-step limit has its own tests (tests/core)."""
     import yaml
 
     from asap_ros.config.paths import config_file
@@ -54,6 +57,7 @@ def stiff_controller_config(folder: Path) -> Path:
     data["passive"]["kd"] = 5.0
     data["safety"]["velocity_limit_factor"] = 3.0
     data["safety"]["position_margin_rad"] = 0.5
+    data["safety"]["max_target_step_rad"] = 4.0
     path = folder / "controller_stiff.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
