@@ -7,12 +7,13 @@ so the figures come from an independent reader over the whole run. The deploy no
 its production timing parameters (late_after_ms 5); the control thread at SCHED_FIFO 80.
 
     .venv/bin/python benchmarks/deploy_latency.py [--motions 3] [--no-recorder] [--switch-interval-ms 5]
-                                                  [--control-cpu 1] [--view]
+                                                  [--control-cpu 1] [--view | --view-browser]
 
-``--view`` also runs ``asap-ros view`` (live, its own process at nice 10) with a headless
-Chromium showing its page (nice 19; an operator's browser runs on another computer) for the
-whole run, both started before the robot stands up (loading the page is the heaviest part);
-the figures then say what the view costs the control loop on the same cores.
+``--view`` also runs ``asap-ros view`` (live, its own process at nice 10) for the whole run,
+started before the robot stands up, its page served for a browser on another computer, as an
+operator runs it: the figures then say what the view costs the control loop on the same cores.
+``--view-browser`` adds a headless Chromium showing the page on these cores (nice 19; WebGL in
+software), which a robot computer would not run.
 
 ``--control-cpu N`` runs the deploy node's control thread alone on CPU N (its ``control_cpu``
 parameter) and every process of the benchmark (simulator, recorder, supervisor, the deploy
@@ -37,32 +38,29 @@ from asap_ros.testing.ros_system import System, node_process, simulator_line
 
 
 class PolicyStepReader:
-    """Collects (latency_ns, late, mode, compute_ns) of every PolicyStep_."""
+    """Collects (latency_ns, late, mode, compute_ns) of every PolicyStep_ (on a RawReader thread)."""
 
     def __init__(self) -> None:
-        from cyclonedds.core import Listener
-        from cyclonedds.sub import DataReader
-        from cyclonedds.topic import Topic
-
-        from asap_ros.runtime.dds import participant
+        from asap_ros.runtime.dds import RawReader
         from asap_ros.runtime.step_topics import POLICY_STEP_TOPIC, PolicyStep_
 
         self.rows: list[tuple[int, bool, str, int]] = []
         self._lock = threading.Lock()
+        self._type = PolicyStep_
+        self._reader = RawReader(POLICY_STEP_TOPIC, PolicyStep_, self._on_payload, depth=256)
 
-        def on_data(reader: DataReader) -> None:
-            for step in reader.take(64):
-                if not isinstance(step, PolicyStep_):
-                    continue  # InvalidSample: the writer went away
-                with self._lock:
-                    self.rows.append((step.latency_ns, step.late, step.mode, step.compute_ns))
+    def _on_payload(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
+        step = self._type.deserialize(payload)
+        with self._lock:
+            self.rows.append((step.latency_ns, step.late, step.mode, step.compute_ns))
 
-        dp = participant()
-        self._reader = DataReader(dp, Topic(dp, POLICY_STEP_TOPIC, PolicyStep_), listener=Listener(on_data_available=on_data))
+    def close(self) -> None:
+        self._reader.close()
 
 
-def start_view(stack: contextlib.ExitStack, domain: int, logs: Path):
-    """``asap-ros view`` on the benchmark's domain and a headless Chromium showing it (closed by ``stack``)."""
+def start_view(stack: contextlib.ExitStack, domain: int, logs: Path, browser: bool):
+    """``asap-ros view`` on the benchmark's domain, and with ``browser`` a headless Chromium
+    showing it (closed by ``stack``)."""
     from asap_ros.testing.browser import ViewBrowser
     from asap_ros.testing.view_process import ViewProcess
 
@@ -71,8 +69,8 @@ def start_view(stack: contextlib.ExitStack, domain: int, logs: Path):
                        logs / "view.log", env=env)  # fmt: skip
     stack.callback(view.close)
     view.wait_served()
-    browser = stack.enter_context(ViewBrowser(view.url, logs, nice=19))
-    browser.open()
+    if browser:
+        stack.enter_context(ViewBrowser(view.url, logs, nice=19)).open()
     return view
 
 
@@ -83,9 +81,11 @@ def main() -> None:
     parser.add_argument("--switch-interval-ms", type=float, default=0.5,
                         help="deploy's sys.setswitchinterval (Python's default is 5 ms)")
     parser.add_argument("--control-cpu", type=int, help="CPU kept for the control thread alone")
-    parser.add_argument("--view", action="store_true", help="run asap-ros view and a headless Chromium on its page")
+    parser.add_argument("--view", action="store_true", help="run asap-ros view (its page served, opened elsewhere)")
+    parser.add_argument("--view-browser", action="store_true", help="--view and a headless Chromium on its page, here")
     parser.add_argument("--domain", type=int, default=process_domain())
     args = parser.parse_args()
+    args.view = args.view or args.view_browser
     deploy_params = {"late_after_ms": 5.0, "switch_interval_ms": args.switch_interval_ms}
     if args.control_cpu is not None:
         os.sched_setaffinity(0, os.sched_getaffinity(0) - {args.control_cpu})  # inherited by every child
@@ -101,7 +101,7 @@ def main() -> None:
             recorder = node_process("recorder_node", args.domain, {"output_dir": str(logs / "bags")},
                                     logs / "recorder.log")
         if args.view:
-            view_process = start_view(view, args.domain, logs)
+            view_process = start_view(view, args.domain, logs, args.view_browser)
         system.start()
         if args.view:
             view_cpu_s = -cpu_seconds(view_process.process.pid)
@@ -117,6 +117,7 @@ def main() -> None:
             recorder.terminate()
             recorder.wait(30)
         system.close()
+        steps.close()
     with steps._lock:
         rows = list(steps.rows)
     latency_us = np.array([r[0] for r in rows if r[0] > 0], dtype=np.float64) / 1e3
@@ -124,7 +125,8 @@ def main() -> None:
     compute_us = np.array([r[3] for r in rows if r[0] > 0], dtype=np.float64) / 1e3
     misses = sum(r[1] for r in rows)
     placement = "shared CPUs" if args.control_cpu is None else f"control thread alone on CPU {args.control_cpu}"
-    viewing = f"on (asap-ros view: {view_cpu_s:.1f} s CPU during the motions)" if args.view else "off"
+    browser = ", a headless Chromium on its page here" if args.view_browser else ", its page not opened here"
+    viewing = f"on (asap-ros view: {view_cpu_s:.1f} s CPU during the motions{browser})" if args.view else "off"
     print(f"steps: {len(rows)} ({len(tracking)} tracking), recorder: {'on' if recorder else 'off'}, view: {viewing}, "
           f"switch interval {args.switch_interval_ms:g} ms, {placement}")
     for name, values in (("latency, all steps", latency_us), ("latency, tracking", tracking), ("compute", compute_us),
