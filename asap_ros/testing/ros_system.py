@@ -32,11 +32,21 @@ TEST_DEPLOY_PARAMS = {
     # The simulator's band holds only the pelvis position: a robot holding its default pose in it
     # swings up to ~45 deg and, limp, hangs at any angle; a fall is not what these tests are about.
     "max_tilt_deg": 170.0,
+    # Not physics but this 2-core nested-virtualised guest (left here, and said so): with the
+    # shipped 5 ms, a fresh-clone CI run latched "5 consecutive late control steps" after a Stand
+    # in ten tests in a row while the simulator's LowState stream was on time (its longest gap in
+    # that module 14.4 ms): the steps themselves were late. Timing is reported by benchmarks/.
+    "late_after_ms": 50.0,
 }
-"""Shipped values for everything else: state age, deadline misses and the 150 ms lease."""
+"""Shipped values for everything else, the 50 ms state age among them."""
 
-TEST_SUPERVISOR_PARAMS = {"realtime_priority": 85}
-"""The grant and watchdog threads above the deploy node's control thread, as robot.launch.py runs them."""
+TEST_SUPERVISOR_PARAMS = {"realtime_priority": 85, "lease_ms": 500.0}
+"""The grant and watchdog threads above the deploy node's control thread, as robot.launch.py runs
+them; and a 500 ms lease instead of the shipped 150 ms, for this guest's load, not physics: with
+the shipped lease a fresh-clone CI run saw the deploy node rightly latch DAMPING on "no grant from
+the supervisor for 117 ms" (Cyclone's receive threads run at normal priority in both nodes). A
+hang is still taken over after ``takeover_after_ms``; the supervisor's first command then waits
+for the lease."""
 
 
 def stiff_controller_config(folder: Path) -> Path:
