@@ -146,6 +146,10 @@ def scenarios(long_hang_s: float) -> dict[str, Callable[[System], Row]]:
     }
 
 
+ATTEMPTS = 2
+"""Tries per scenario: a restart of the nodes or a Stand around it can fail on this loaded guest."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="scenario names (default: all)")
@@ -163,8 +167,15 @@ def main() -> None:
     try:
         system.start()
         for name in chosen:
-            system.ensure_holding()
-            rows.append(table[name](system))
+            for attempt in range(1, ATTEMPTS + 1):
+                try:
+                    system.ensure_holding()
+                    rows.append(table[name](system))
+                    break
+                except AssertionError as exc:  # the set-up around the scenario failed: said, then once more
+                    print(f"{name}: attempt {attempt} failed: {str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
+                    if attempt == ATTEMPTS:
+                        raise
             print(f"{name}: done", file=sys.stderr, flush=True)
     finally:
         system.close()
