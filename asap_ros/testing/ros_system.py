@@ -26,6 +26,8 @@ from asap_ros.testing.sim_process import SimProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 TAKEOVER = "TAKEOVER"
+STAND_ANSWER_S = 2.0
+"""How long one Stand request waits for its answer before it is sent again."""
 TEST_DEPLOY_PARAMS = {
     "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
     "realtime_priority": 80,
@@ -303,9 +305,15 @@ class System:
     def stand(self) -> None:
         """Stand as soon as the deploy node has a healthy state, then wait for HOLD."""
         deadline = time.monotonic() + 5.0
-        while not (result := self.ros.trigger("/asap_deploy/stand"))[0] and time.monotonic() < deadline:
+        while True:
+            try:
+                ok, message = self.ros.trigger("/asap_deploy/stand", STAND_ANSWER_S)
+            except AssertionError as exc:  # unanswered: sent to a just-restarted node before it matched?
+                ok, message = self.ros.latched.get("/asap_deploy/mode") in ("STAND_UP", "HOLD"), str(exc)
+            if ok or time.monotonic() > deadline:
+                break
             time.sleep(0.01)
-        assert result[0], result[1]
+        assert ok, message
         assert self.ros.wait_mode("HOLD", 30.0), f"never reached HOLD: {self.ros.latched}\n{self.log('deploy')}"
 
     def track(self, motion_service: str = "/asap_deploy/start") -> None:
@@ -329,11 +337,20 @@ class System:
             self.start_deploy("DAMPING" if self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER)
                               else "PASSIVE")
         if self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER):
-            self.hand_back_and_stand()
+            try:
+                self.hand_back_and_stand()
+            except AssertionError:  # no hand-back to a deploy node whose control thread is gone
+                self.restart_nodes()
             return
         mode = self.ros.latched.get("/asap_deploy/mode")
         if mode == "DAMPING":
-            self.reset_and_stand()
+            ok, message = self.ros.trigger("/asap_deploy/reset")
+            if not ok and "until asap_deploy is restarted" in message:  # a failed control loop
+                self.restart_nodes()
+            elif ok:
+                self.stand()
+            else:
+                raise AssertionError(message)
         elif mode == "PASSIVE":
             self.stand()
         elif mode in ("PREPARE", "TRACKING"):
@@ -367,19 +384,24 @@ class System:
 
     def stop_nodes(self) -> None:
         for process in (self.supervisor, self.deploy):  # supervisor first: a stopping deploy is no takeover
-            if process is not None and process.poll() is None:
-                process.send_signal(signal.SIGINT)
-                try:
-                    process.wait(10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(5)
+            stop_process(process)
 
     def close(self) -> None:
         self.stop_nodes()
         self.ros.close()
         self.lowcmd.close()
         self.sim.stop()
+
+
+def stop_process(process: subprocess.Popen | None) -> None:
+    """SIGINT, then SIGKILL if it has not exited within 10 s."""
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
 
 
 def started_system(domain: int, logs: Path) -> Iterator[System]:
