@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from asap_ros.sim.process import stop_gracefully
 from asap_ros.testing.children import dying_with_this_process
 from asap_ros.testing.sim_process import SimProcess
 
@@ -384,24 +385,14 @@ class System:
 
     def stop_nodes(self) -> None:
         for process in (self.supervisor, self.deploy):  # supervisor first: a stopping deploy is no takeover
-            stop_process(process)
+            if process is not None:
+                stop_gracefully(process)
 
     def close(self) -> None:
         self.stop_nodes()
         self.ros.close()
         self.lowcmd.close()
         self.sim.stop()
-
-
-def stop_process(process: subprocess.Popen | None) -> None:
-    """SIGINT, then SIGKILL if it has not exited within 10 s."""
-    if process is not None and process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
 
 
 def started_system(domain: int, logs: Path) -> Iterator[System]:

@@ -33,15 +33,12 @@ class SimProcess:
                  profile: str | None = None, mocap_readers: int = 0) -> None:
         """``mocap_readers``: subscriptions of mocap/pose to wait for before the first step (a
         recorder that must hold every pose)."""
-        from asap_ros.sim.process import sim_command
-
         self.domain, self.logs = domain, logs
         self.stats_path = logs / "sim_stats.json"
         self.log_path = logs / "asap_sim.log"
-        self._command = sim_command(domain, stats_json=self.stats_path, profile=profile,
-                                    lowstate_rate_hz=lowstate_rate_hz, mocap_rate_hz=mocap_rate_hz,
-                                    wait_for_mocap_readers=mocap_readers,
-                                    realtime_priority=SIM_PRIORITY)  # fmt: skip
+        self._options = {"stats_json": self.stats_path, "profile": profile, "lowstate_rate_hz": lowstate_rate_hz,
+                         "mocap_rate_hz": mocap_rate_hz, "wait_for_mocap_readers": mocap_readers,
+                         "realtime_priority": SIM_PRIORITY}  # fmt: skip
         self.process: subprocess.Popen | None = None
         self._lowstate: Any = None
         self._control: Any = None
@@ -56,15 +53,16 @@ class SimProcess:
         from asap_ros.g1.layout import LOWSTATE_TOPIC
         from asap_ros.runtime.dds import PolledReader
         from asap_ros.sim.control import SimControlClient
+        from asap_ros.sim.process import sim_command
 
         if self.process is not None:
             raise RuntimeError("asap_sim already started")
         self._lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)
         readers = readers_on_bus(LOWSTATE_TOPIC)
         env = {**os.environ, "ROS_DOMAIN_ID": str(self.domain)}
-        self.process = subprocess.Popen(dying_with_this_process([*self._command, "--wait-for-readers", str(readers)]),
-                                        env=env, stdin=subprocess.DEVNULL, stdout=self.log_path.open("w"),
-                                        stderr=subprocess.STDOUT)  # fmt: skip
+        command = sim_command(self.domain, wait_for_readers=readers, **self._options)
+        self.process = subprocess.Popen(dying_with_this_process(command), env=env, stdin=subprocess.DEVNULL,
+                                        stdout=self.log_path.open("w"), stderr=subprocess.STDOUT)
         self._control = SimControlClient()
         deadline = time.monotonic() + READY_TIMEOUT_S
         while self._lowstate.next_arrival(0.1)[0] is None:
