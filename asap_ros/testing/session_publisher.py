@@ -12,8 +12,10 @@ message exactly. The transitions make two episodes: one ended by HOLD, one by an
 
     python -m asap_ros.testing.session_publisher --domain 7 --duration 20 --counts counts.json
 
-It waits until every topic has a subscriber, prints ``publishing``, publishes for ``--duration``
-seconds on absolute deadlines, then writes what it published per bag topic to ``--counts`` (JSON).
+It waits until every topic has a subscriber and the recorder says it received a burst of probes
+on ``/diagnostics`` (see :meth:`SessionPublisher.confirm_diagnostics_delivery`), prints
+``publishing``, publishes for ``--duration`` seconds on absolute deadlines, then writes what it
+published per bag topic to ``--counts`` (JSON).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +35,11 @@ OBS_DIM = 380
 ODOMETRY_HZ = 100.0
 DIAGNOSTICS_HZ = 2.0
 STAND_IN_NAME = "session_publisher"
+PROBE_NAME = f"{STAND_IN_NAME} probe"
+PROBE_BURST = 20
+"""Probes a delivery check sends at once: far more than the recorder's own statuses (1 Hz) add
+to its ``/diagnostics`` count while the check waits."""
+PROBE_WAIT_S = 3.0
 MOTION = "kick_level1"
 TRANSITIONS = (  # (fraction of the duration, from, to, reason)
     (0.05, "PASSIVE", "STAND_UP", "operator stand"),
@@ -95,11 +103,14 @@ class SessionPublisher:
         self.steps = PolicyStepPublisher()
         self.node = rclpy.create_node(STAND_IN_NAME)
         qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self._qos = qos
         self.ros = {
             "pose": self.node.create_publisher(PoseStamped, "mocap/pose", qos),
             "odometry": self.node.create_publisher(Odometry, "mocap/odometry", qos),
             "diagnostics": self.node.create_publisher(DiagnosticArray, "/diagnostics", qos),
         }
+        self._recorder_counts: list[int] = []
+        self.diagnostics_attempts = 0
         self.counts = dict.fromkeys(
             ["/lowstate", "/lowcmd", "/asap/policy_step", "/asap/transition", "/mocap/pose", "/mocap/odometry", "/diagnostics"], 0
         )
@@ -116,6 +127,67 @@ class SessionPublisher:
                 return
             time.sleep(0.05)
         raise SystemExit(f"{STAND_IN_NAME}: no recorder subscribed within {timeout_s} s")
+
+    def _listen_to_recorder(self) -> Any:
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        from asap_ros.recording.ros_bridge import STATUS_NAME
+
+        key = "count /diagnostics"
+
+        def on_status(msg: DiagnosticArray) -> None:
+            for status in msg.status:
+                counts = [int(v.value) for v in status.values if v.key == key]
+                if status.name == STATUS_NAME and counts:
+                    self._recorder_counts.append(counts[0])
+
+        return self.node.create_subscription(DiagnosticArray, "/diagnostics", on_status, self._qos)
+
+    def _recorder_count(self, above: int, timeout_s: float) -> int | None:
+        """The first ``/diagnostics`` count above ``above`` that the recorder reports within ``timeout_s``."""
+        import rclpy
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+            newer = [n for n in self._recorder_counts if n > above]
+            if newer:
+                return newer[0]
+        return None
+
+    def confirm_diagnostics_delivery(self, timeout_s: float) -> None:
+        """Wait until the recorder's status counts a burst of probes on ``/diagnostics``.
+
+        A matched subscription does not prove delivery: on this machine Fast DDS sometimes matched
+        the recorder's ``/diagnostics`` reader and delivered none of the session's 40 messages
+        (CI, after other modules had run). The recorder's own status (1 Hz) counts what it
+        received per topic; a burst of ``PROBE_BURST`` probes (status ``PROBE_NAME``, recorded
+        like any message) must raise that count by at least the burst. Until it does, the
+        ``/diagnostics`` publisher and listener are made anew (new DDS endpoints, discovered
+        afresh); ``diagnostics_attempts`` says how many tries it took.
+        """
+        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+        listener = self._listen_to_recorder()  # after wait_for_subscribers: it would count as one
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.diagnostics_attempts += 1
+            self._recorder_counts.clear()
+            baseline = self._recorder_count(-1, PROBE_WAIT_S)
+            if baseline is not None:
+                for index in range(PROBE_BURST):
+                    self.ros["diagnostics"].publish(
+                        DiagnosticArray(status=[DiagnosticStatus(name=PROBE_NAME, message=str(index))]))
+                if self._recorder_count(baseline + PROBE_BURST - 1, PROBE_WAIT_S) is not None:
+                    return
+            print(f"{STAND_IN_NAME}: /diagnostics probes not confirmed by the recorder (try "
+                  f"{self.diagnostics_attempts}); new /diagnostics endpoints", file=sys.stderr, flush=True)
+            self.node.destroy_publisher(self.ros["diagnostics"])
+            self.node.destroy_subscription(listener)
+            self.ros["diagnostics"] = self.node.create_publisher(DiagnosticArray, "/diagnostics", self._qos)
+            listener = self._listen_to_recorder()
+            time.sleep(0.5)
+        raise SystemExit(f"{STAND_IN_NAME}: the recorder confirmed no /diagnostics probe within {timeout_s} s")
 
     def subscribers(self) -> dict[str, int]:
         """Matched readers per writer now (for diagnosing a recording that misses a topic)."""
@@ -250,12 +322,14 @@ def main(argv: list[str] | None = None) -> int:
     pub = SessionPublisher()
     try:
         pub.wait_for_subscribers(args.wait)
+        pub.confirm_diagnostics_delivery(args.wait)
         print("publishing", flush=True)
         started = time.monotonic()
         run(pub, args.duration, args.lowstate_hz, args.policy_hz, args.mocap_hz)
         elapsed = time.monotonic() - started
         time.sleep(0.5)  # let reliable writers deliver the last samples
-        args.counts.write_text(json.dumps({"counts": pub.counts, "elapsed_s": elapsed, "subscribers": pub.subscribers()}))
+        args.counts.write_text(json.dumps({"counts": pub.counts, "elapsed_s": elapsed, "subscribers": pub.subscribers(),
+                                           "diagnostics_attempts": pub.diagnostics_attempts}))
         print(json.dumps(pub.counts), flush=True)
     finally:
         pub.close()
