@@ -112,6 +112,15 @@ def estop_during_slow_steps(system: System) -> Row:
     return row
 
 
+def clock_step(system: System) -> Row:
+    """The loop's system clock steps 10 s back mid-motion: no damping ("none") is the right row."""
+    system.restart_nodes({"ASAP_ROS_FAULT_INJECTION": "clock=-10@motion_tick=30"})
+    started = time.time_ns()
+    system.track()
+    assert system.ros.wait_mode("HOLD", 60.0), f"the motion did not end in HOLD: {system.ros.latched}"
+    return observe(system, "system clock 10 s back at motion step 30", started, settle_s=0.5)
+
+
 def sim_motor(name: str, action: str, value: float, release: tuple[str, float]) -> Callable[[System], Row]:
     """The simulated motor 3 reports ``action`` = ``value`` while tracking; HOLD counts as safe."""
     def scenario(system: System) -> Row:
@@ -140,6 +149,7 @@ def scenarios(long_hang_s: float) -> dict[str, Callable[[System], Row]]:
         "thread-exit": injected("the control thread ends", "exit@motion_tick=30", "TAKEOVER"),
         "inf": injected("+inf actor output", "inf=3@motion_tick=40", "policy kick_level1"),
         "slow-estop": estop_during_slow_steps,
+        "clock-step": clock_step,
         "motor-error": sim_motor("motor error bit", MOTOR_ERROR, 0x200, (MOTOR_ERROR, 0)),
         "hot-abort": sim_motor("motor at 80 C (abort level)", MOTOR_TEMPERATURE, 80.0, release_heat),
         "hot-limit": sim_motor("motor at 90 C (hard limit)", MOTOR_TEMPERATURE, 90.0, release_heat),

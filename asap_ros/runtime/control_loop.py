@@ -237,7 +237,9 @@ class ControlLoop:
         period_s = control_period_s(controller, period_s)
         check_control_rate(1.0 / period_s, controller, "ControlLoop", "1 / period_s")
         self.controller = controller
-        self.clock = clock
+        self.fault_injection = fault_injection if fault_injection is not None else FaultInjection.from_env()
+        """Test support (:mod:`asap_ros.runtime.fault_injection`); None in operation."""
+        self.clock = clock if self.fault_injection is None else self.fault_injection.clock(clock)
         self.states = states if states is not None else LatestState(clock)
         self.stats = TimingStats()
         self.mocap_stamp_ns = 0
@@ -284,8 +286,6 @@ class ControlLoop:
         """Why the control thread runs without the requested priority or CPU (set by :meth:`start`)."""
         self._scheduled = threading.Event()
         self.sink_errors: list[str] = []
-        self.fault_injection = fault_injection if fault_injection is not None else FaultInjection.from_env()
-        """Test support (:mod:`asap_ros.runtime.fault_injection`); None in operation."""
         if self.fault_injection is not None:
             self.fault_injection.install(controller)
             _log.warning("fault injection active (test support only): %s", self.fault_injection.describe())

@@ -1,4 +1,5 @@
-"""Test support: make a real control step raise, stall, end its thread, or see a wild actor output.
+"""Test support: make a real control step raise, stall, end its thread, see a wild actor output,
+or find the system clock stepped.
 
 Read once, when a :class:`~asap_ros.runtime.control_loop.ControlLoop` is built, from the environment
 variable ``ASAP_ROS_FAULT_INJECTION``. Absent (always, in operation) nothing is installed and the
@@ -10,15 +11,19 @@ loop pays one ``is None`` test per step; set, the loop logs a warning naming it.
     inf@motion_tick=40          the motion actor's raw output[0] is +inf at its step 40
     nan=3@motion_tick=40        ... output[3] is NaN
     exit@tick=300               the control thread ends (SystemExit): no LowCmd, no lease beat
+    clock=-10@motion_tick=30    after the motion actor's step 30 the system clock reads 10 s earlier
 
-FAULT is ``raise``, ``slow=SECONDS``, ``exit``, ``inf[=INDEX]`` or ``nan[=INDEX]`` (INDEX: the
-actor's output index, in its spec's ``driven_joints`` order; default 0). TRIGGER is ``tick=N``
+FAULT is ``raise``, ``slow=SECONDS``, ``exit``, ``inf[=INDEX]``, ``nan[=INDEX]`` (INDEX: the
+actor's output index, in its spec's ``driven_joints`` order; default 0) or ``clock=SECONDS``
+(a step of the loop's system clock, :attr:`~asap_ros.runtime.clock.Clock.time_ns`, which
+stamps LowState arrivals, records and transitions; once, ``+`` refused). TRIGGER is ``tick=N``
 (the step whose ``StepRecord.control_tick`` is N; 1 is the first step
 after the first LowState) or ``motion_tick=N`` (the motion actor's step N, 0 first, in every TRACKING run); a
 trailing ``+`` fires on every later step too. ``raise``, ``slow`` and ``exit`` act after the
 controller computed the step, inside the control loop's step lock (a slow actor, an exception
 escaping the step); its command is then not written. ``inf``/``nan`` replace the actor's output
-before the policy clips it.
+before the policy clips it. ``clock`` acts after the step, as an NTP step or an operator setting
+the date between two steps would; durations and deadlines are on the monotonic clock, untouched.
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ from typing import Any
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
+from asap_ros.runtime.clock import Clock
 
 ENV_VAR = "ASAP_ROS_FAULT_INJECTION"
-STEP_FAULTS = ("raise", "slow", "exit")
+STEP_FAULTS = ("raise", "slow", "exit", "clock")
 ACTOR_FAULTS = ("inf", "nan")
 _FAULT = re.compile(r"^(?P<kind>[a-z]+)(=(?P<value>[^@]+))?@(?P<counter>tick|motion_tick)=(?P<at>\d+)(?P<repeat>\+?)$")
 
@@ -48,7 +54,7 @@ class InjectedFault(RuntimeError):
 class Fault:
     kind: str
     value: float
-    """``slow``: seconds; ``inf``/``nan``: output index."""
+    """``slow``, ``clock``: seconds; ``inf``/``nan``: output index."""
     counter: str
     """``tick`` or ``motion_tick``."""
     at: int
@@ -68,6 +74,8 @@ def parse_faults(text: str) -> tuple[Fault, ...]:
         if match is None:
             raise _error("expected FAULT@tick=N or FAULT@motion_tick=N, optionally with a trailing +", part)
         kind = match["kind"]
+        if kind == "clock" and match["repeat"]:
+            raise _error("clock steps once: no trailing +", part)
         faults.append(Fault(kind, _value(kind, match["value"], part), match["counter"], int(match["at"]),
                             bool(match["repeat"]), part))
     if not faults:
@@ -86,6 +94,10 @@ def _value(kind: str, raw: str | None, part: str) -> float:
         if raw is None or not re.fullmatch(r"\d+(\.\d*)?|\.\d+", raw) or not float(raw) > 0:
             raise _error("slow needs =SECONDS > 0", part)
         return float(raw)
+    if kind == "clock":
+        if raw is None or not re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)", raw) or float(raw) == 0:
+            raise _error("clock needs =SECONDS, non-zero (negative: backward)", part)
+        return float(raw)
     if raw is not None and not raw.isdigit():
         raise _error(f"{kind}= takes an output index >= 0", part)
     return float(raw or 0)
@@ -102,6 +114,7 @@ class FaultInjection:
     def __init__(self, faults: tuple[Fault, ...]):
         self.faults = faults
         self._control_tick = 0
+        self._clock_offset_ns = 0
 
     @classmethod
     def from_env(cls, environ: Any = os.environ) -> FaultInjection | None:
@@ -111,6 +124,12 @@ class FaultInjection:
 
     def describe(self) -> str:
         return f"{ENV_VAR}={';'.join(f.text for f in self.faults)}"
+
+    def clock(self, base: Clock) -> Clock:
+        """``base``, its system time stepped by the ``clock`` faults that have fired."""
+        if not any(f.kind == "clock" for f in self.faults):
+            return base
+        return Clock(monotonic_ns=base.monotonic_ns, time_ns=lambda: base.time_ns() + self._clock_offset_ns)
 
     def install(self, controller: Any) -> None:
         """Wrap each motion actor of ``controller`` for the ``inf``/``nan`` faults."""
@@ -145,6 +164,8 @@ class FaultInjection:
                 continue
             if fault.kind == "slow":
                 time.sleep(fault.value)
+            elif fault.kind == "clock":
+                self._clock_offset_ns += round(fault.value * 1e9)
             elif fault.kind == "raise":
                 raise InjectedFault(f"injected by {ENV_VAR} ({fault.text})")
             else:

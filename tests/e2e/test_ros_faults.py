@@ -1,6 +1,6 @@
 """Faults in a real asap_deploy against the simulated G1 over real DDS: an exception escaping a
-control step, the control thread ending, +inf actor output, an e-stop during 300 ms steps
-(``ASAP_ROS_FAULT_INJECTION``, read by the deploy process at start-up), a motor error bit and a
+control step, the control thread ending, +inf actor output, an e-stop during 300 ms steps, a
+system-clock step (``ASAP_ROS_FAULT_INJECTION``, read by the deploy process at start-up), a motor error bit and a
 hot motor (the simulator's control topic), and a control rate the actors were not trained at.
 
 Each test restarts both nodes (with its own fault injection) and stands the robot up, so it
@@ -141,6 +141,21 @@ def test_an_estop_during_slow_steps_is_answered_and_damps_without_waiting(system
     assert fault_text(system, "e-stop: ") == "e-stop: operator e-stop (~/estop service)"
     print(f"\ne-stop during 300 ms steps: reply {(answered - sent) / 1e6:.1f} ms, "
           f"first damping LowCmd {(damping.stamp_ns - sent) / 1e6:.1f} ms after the request")
+
+
+def test_a_system_clock_step_mid_motion_changes_nothing_the_robot_sees(system):
+    """The loop's system clock steps 10 s back at motion step 30: blends, deadlines, state age and
+    the lease are monotonic, so the motion runs to its end and HOLD, stiff, with no fault."""
+    injected(system, "clock=-10@motion_tick=30")
+    writer = deploy_writer(system)
+    system.track()
+    tracking = time.time_ns()
+    assert system.ros.wait_mode("HOLD", 60.0), system.ros.latched
+    assert system.ros.latched.get(FAULT, "") == "", system.ros.latched
+    assert system.ros.latched.get(SUPERVISOR) == "WATCHING", system.ros.latched
+    samples = system.lowcmd.from_writer(writer, tracking)
+    assert len(samples) > 150 and not any(s.damping for s in samples)  # the kick is over 3 s at 50 Hz
+    assert "clock=-10@motion_tick=30" in system.log("deploy")
 
 
 def test_a_motor_error_bit_latches_damping_naming_the_motor(system):

@@ -367,6 +367,9 @@ class BlockingStep:
     def __init__(self) -> None:
         self.armed, self.entered, self.release = threading.Event(), threading.Event(), threading.Event()
 
+    def clock(self, base):
+        return base
+
     def install(self, controller) -> None:
         pass
 

@@ -47,7 +47,10 @@ def test_every_form_parses() -> None:
         ("slow=-1@tick=3", "slow needs =SECONDS > 0"),
         ("slow=0@tick=3", "slow needs =SECONDS > 0"),
         ("inf=x@tick=3", "inf= takes an output index >= 0"),
-        ("explode@tick=1", "unknown fault (known: raise, slow, exit, inf, nan)"),
+        ("explode@tick=1", "unknown fault (known: raise, slow, exit, clock, inf, nan)"),
+        ("clock@tick=3", "clock needs =SECONDS, non-zero (negative: backward)"),
+        ("clock=0@tick=3", "clock needs =SECONDS, non-zero (negative: backward)"),
+        ("clock=-1@tick=3+", "clock steps once: no trailing +"),
         ("raise@tock=1", "expected FAULT@tick=N or FAULT@motion_tick=N"),
         ("raise", "expected FAULT@tick=N"),
         (" ; ", "set but empty"),
@@ -94,3 +97,15 @@ def test_step_faults_fire_after_the_step_they_name() -> None:
     injection.before_step(9)
     with pytest.raises(SystemExit):
         injection.after_step(_output(None))
+
+
+def test_a_clock_step_moves_the_loops_system_time_once_and_never_its_monotonic_clock() -> None:
+    from asap_ros.runtime.clock import Clock
+
+    injection = FaultInjection(parse_faults("clock=-10.5@motion_tick=3"))
+    clock = injection.clock(Clock(monotonic_ns=lambda: 7, time_ns=lambda: 100_000_000_000))
+    for motion_tick, expected in ((2, 100_000_000_000), (3, 89_500_000_000), (4, 89_500_000_000)):
+        injection.after_step(_output(motion_tick))
+        assert (clock.time_ns(), clock.monotonic_ns()) == (expected, 7)
+    base = Clock()
+    assert FaultInjection(parse_faults("raise@tick=1")).clock(base) is base
