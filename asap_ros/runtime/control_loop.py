@@ -240,7 +240,7 @@ class ControlLoop:
         self.fault_injection = fault_injection if fault_injection is not None else FaultInjection.from_env()
         """Test support (:mod:`asap_ros.runtime.fault_injection`); None in operation."""
         self.clock = clock if self.fault_injection is None else self.fault_injection.clock(clock)
-        self.states = states if states is not None else LatestState(clock)
+        self.states = states if states is not None else LatestState(self.clock)
         self.stats = TimingStats()
         self.mocap_stamp_ns = 0
         self.last_state: RobotState | None = None

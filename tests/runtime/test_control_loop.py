@@ -461,6 +461,19 @@ def test_a_step_that_raises_latches_damping_and_the_loop_streams_it(make_rig) ->
     rig.loop.request(EStop("still accepted"))
 
 
+def test_an_injected_clock_step_moves_every_system_stamp_and_no_command(make_rig) -> None:
+    """``clock=-10@tick=30``: the records' and the LowState arrivals' system stamps step 10 s back
+    after step 30; the loop holds on, every command written, no fault."""
+    rig = make_rig(fault_injection=FaultInjection(parse_faults("clock=-10@tick=30")))
+    standing(rig)
+    _wait(lambda: len(rig.records) >= 40, rig.loop)
+    by_tick = {r.control_tick: r for r in rig.records}
+    assert -10.2e9 < by_tick[31].stamp_ns - by_tick[29].stamp_ns < -9.8e9
+    assert -10.2e9 < by_tick[40].lowstate_stamp_ns - by_tick[29].lowstate_stamp_ns < -9.5e9
+    assert rig.loop.mode is Mode.HOLD and rig.loop.fault_reason is None and rig.loop.fatal_error is None
+    assert all(r.written for r in rig.records)
+
+
 def test_a_writer_that_fails_stops_the_records_and_the_lease_beats(make_rig) -> None:
     """A record and a lease beat exist only for a written (or withheld) LowCmd: with a broken
     writer the supervisor hears silence and takes over."""
