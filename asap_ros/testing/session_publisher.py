@@ -102,8 +102,7 @@ class SessionPublisher:
         self.dds = {"lowstate": RawWriter("rt/lowstate", LowState_), "lowcmd": RawWriter("rt/lowcmd", LowCmd_)}
         self.steps = PolicyStepPublisher()
         self.node = rclpy.create_node(STAND_IN_NAME)
-        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        self._qos = qos
+        self._qos = qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         self.ros = {
             "pose": self.node.create_publisher(PoseStamped, "mocap/pose", qos),
             "odometry": self.node.create_publisher(Odometry, "mocap/odometry", qos),
@@ -132,8 +131,9 @@ class SessionPublisher:
         from diagnostic_msgs.msg import DiagnosticArray
 
         from asap_ros.recording.ros_bridge import STATUS_NAME
+        from asap_ros.recording.topics import DIAGNOSTICS
 
-        key = "count /diagnostics"
+        key = f"count {DIAGNOSTICS}"  # the recorder's per-topic count (RecorderStatus.key_values)
 
         def on_status(msg: DiagnosticArray) -> None:
             for status in msg.status:
