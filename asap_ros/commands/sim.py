@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from asap_ros.runtime.scheduling import fifo_permitted
-from asap_ros.sim.process import read_stats, sim_command, stop_gracefully
+from asap_ros.sim.process import dying_with_this_process, read_stats, sim_command, stop_gracefully
 
 if TYPE_CHECKING:
     from asap_ros.sim.session import OperatorScript, RunSetup
@@ -128,7 +128,8 @@ def _start_simulator(args: argparse.Namespace, domain: int, out_dir: Path, recor
     command = sim_command(domain, stats_json=out_dir / "sim_stats.json", profile=str(args.profile),
                           mocap_rate_hz=None if record else 0, viewer=args.viewer, rt_priority=rt_priority)
     log = (out_dir / "asap_sim.log").open("w")
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
+    return subprocess.Popen(dying_with_this_process(command), stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
 
 
 def _start_recorder(directory: Path, domain: int, out_dir: Path) -> subprocess.Popen:
@@ -145,7 +146,8 @@ def _start_recorder(directory: Path, domain: int, out_dir: Path) -> subprocess.P
     for name, value in params.items():
         command += ["-p", f"{name}:={value}"]
     log = (out_dir / "asap_recorder.log").open("w")
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
+    return subprocess.Popen(dying_with_this_process(command), stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
 
 
 class RealTimeRun:

@@ -1,8 +1,10 @@
-"""``asap_sim`` as a child process: the command line that starts it, a clean stop, its statistics."""
+"""Child processes (``asap_sim`` and the others a run or the e2e harness starts): the command line
+that starts ``asap_sim``, children that die with their parent, a clean stop, ``asap_sim``'s statistics."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -10,6 +12,20 @@ from pathlib import Path
 from typing import Any
 
 STOP_TIMEOUT_S = 10.0
+DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "os.getppid() == int(sys.argv[1]) or sys.exit('parent gone')\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def dying_with_this_process(args: list[str]) -> list[str]:
+    """``args`` run so that the kernel kills the child when this process dies, however it dies
+    (``PR_SET_PDEATHSIG``, kept across ``exec``): a crashed run leaves no simulator or node behind
+    on a DDS domain that a later run may reuse. Start the child from the main thread (the signal
+    follows the thread that forked it)."""
+    return [sys.executable, "-c", DIE_WITH_PARENT, str(os.getpid()), *args]
 
 
 def sim_command(

@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.sim.process import stop_gracefully
-from asap_ros.testing.children import dying_with_this_process
+from asap_ros.sim.process import dying_with_this_process, stop_gracefully
 from asap_ros.testing.sim_process import SimProcess
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.testing.children import dying_with_this_process
+from asap_ros.sim.process import dying_with_this_process
 
 SIM_PRIORITY = 90
 """SCHED_FIFO priority of ``asap_sim``'s physics thread and rt/lowcmd reader: above the deploy

@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from asap_ros.config.paths import share_dir
+from asap_ros.sim.process import dying_with_this_process
 
 
 def free_port() -> int:
@@ -28,7 +29,7 @@ class ViewProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         command = [sys.executable, "-m", "asap_ros.cli", "view", *args, "--port", str(self.port)]
-        self.process = subprocess.Popen(command, cwd=share_dir(), env=env, stdin=subprocess.DEVNULL,
+        self.process = subprocess.Popen(dying_with_this_process(command), cwd=share_dir(), env=env, stdin=subprocess.DEVNULL,
                                         stdout=log.open("w"), stderr=subprocess.STDOUT)  # fmt: skip
 
     def wait_served(self, timeout_s: float = 120.0) -> None:

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from asap_ros.config.paths import config_file
+from asap_ros.sim.process import dying_with_this_process
 
 SIMULATED_G1 = Path(__file__).with_name("simulated_g1.py")
 LOWSTATE_CHECKS = ("lowstate rate", "lowstate crc", "lowstate mode_machine", "lowstate imu", "lowstate joints",
@@ -59,7 +60,7 @@ class SimulatedG1:
 @contextlib.contextmanager
 def simulated_g1(domain: int, *args: str) -> Iterator[SimulatedG1]:
     command = [sys.executable, str(SIMULATED_G1), "--domain", str(domain), *args]
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(dying_with_this_process(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready", "simulated G1 did not start"
         yield SimulatedG1(proc)
@@ -75,7 +76,7 @@ def run_doctor(domain: int, controller_config: str, *args: str, on_listening=Non
     command = [sys.executable, "-m", "asap_ros.cli", "doctor", "--interface", "lo", "--subnet", "127.0.0.0/8",
                "--domain", str(domain), "--rmw", "rmw_fastrtps_cpp", "--controller-config", controller_config,
                "--json", *args]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(dying_with_this_process(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     seen = []
     for line in proc.stderr:
         seen.append(line)

@@ -1,5 +1,6 @@
-"""The e2e harness's children (``asap_sim``, ``asap_deploy``, ``asap_supervisor``) die with it,
-however it dies: a harness killed with SIGKILL leaves nothing running on its DDS domain."""
+"""Children die with the process that started them, however it dies: the e2e harness's
+(``asap_sim``, ``asap_deploy``, ``asap_supervisor``) and ``asap-ros sim``'s (``asap_sim``,
+``asap_recorder``). A parent killed with SIGKILL leaves nothing running on its DDS domain."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from asap_ros.testing.ros_system import ROOT
 
@@ -22,6 +24,40 @@ print(json.dumps({"asap_sim": system.sim.pid, "asap_deploy": system.deploy.pid,
                   "asap_supervisor": system.supervisor.pid}), flush=True)
 time.sleep(600)
 """
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` now."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def assert_die_with(parent: subprocess.Popen, children: list[int]) -> None:
+    """SIGKILL ``parent``; every one of ``children`` must be gone within 10 s."""
+    assert all(alive(pid) for pid in children), children
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait(10)
+    deadline = time.monotonic() + 10.0
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in children if alive(pid)] == [], "still running after their parent died"
+
+
+def kill_leftovers(parent: subprocess.Popen, children: list[int]) -> None:
+    """What a failure left behind."""
+    if parent.poll() is None:
+        parent.kill()
+        parent.wait()
+    for pid in children:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def alive(pid: int) -> bool:
@@ -42,17 +78,23 @@ def test_killing_the_harness_kills_the_simulator_and_both_nodes(tmp_path):
         line = harness.stdout.readline()
         assert line, f"the harness did not start its system:\n{(tmp_path / 'harness.log').read_text()[-3000:]}"
         children = json.loads(line)
-        assert all(alive(pid) for pid in children.values()), children
-        os.kill(harness.pid, signal.SIGKILL)
-        harness.wait(10)
-        deadline = time.monotonic() + 10.0
-        while any(alive(pid) for pid in children.values()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not [name for name, pid in children.items() if alive(pid)], "still running after the harness died"
+        assert_die_with(harness, list(children.values()))
     finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait()
-        for pid in children.values():  # what a failure left behind
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        kill_leftovers(harness, list(children.values()))
+
+
+def test_killing_asap_ros_sim_kills_the_simulator_and_the_recorder(tmp_path):
+    run = subprocess.Popen([sys.executable, "-m", "asap_ros.cli", "sim", "--policy", "policies/kick_level1.yaml",
+                            "--record", str(tmp_path / "bags"), "--out", str(tmp_path / "run"), "--rt-priority", "0"],
+                           cwd=ROOT, stdin=subprocess.DEVNULL, stdout=(tmp_path / "sim.log").open("w"),
+                           stderr=subprocess.STDOUT)  # fmt: skip
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 60.0
+        while len(children) < 2 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            children = children_of(run.pid)
+        assert len(children) == 2, f"asap_sim and asap_recorder not both started:\n{(tmp_path / 'sim.log').read_text()[-3000:]}"
+        assert_die_with(run, children)
+    finally:
+        kill_leftovers(run, children)

@@ -27,8 +27,8 @@ from rosbags.rosbag2 import Reader
 
 from asap_ros.recording import topics as T
 from asap_ros.recording.typestore import recording_typestore
+from asap_ros.sim.process import dying_with_this_process
 from asap_ros.testing import session_publisher as stand_in
-from asap_ros.testing.children import dying_with_this_process
 
 DURATION_S = 20.0
 

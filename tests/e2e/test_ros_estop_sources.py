@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from asap_ros.testing.children import dying_with_this_process
+from asap_ros.sim.process import dying_with_this_process
 from asap_ros.testing.ros_system import ROOT, started_system
 
 

@@ -44,8 +44,8 @@ from asap_ros.sim.dds_types import (
     SimControl_,
 )
 from asap_ros.sim.main import main as sim_main
+from asap_ros.sim.process import dying_with_this_process
 from asap_ros.sim.simulator import Simulator
-from asap_ros.testing.children import dying_with_this_process
 
 REPO = Path(__file__).resolve().parents[2]
 LEFT_ELBOW = 18
