@@ -12,7 +12,7 @@ its production timing parameters (late_after_ms 5); the control thread at SCHED_
 ``--view`` also runs ``asap-ros view`` (live, its own process at nice 10) for the whole run,
 started before the robot stands up, its page served for a browser on another computer, as an
 operator runs it: the figures then say what the view costs the control loop on the same cores.
-``--view-browser`` adds a headless Chromium showing the page on these cores (nice 19; WebGL in
+``--view-browser`` adds a headless Chromium showing the page on these cores (SCHED_IDLE; WebGL in
 software), which a robot computer would not run.
 
 ``--control-cpu N`` runs the deploy node's control thread alone on CPU N (its ``control_cpu``
@@ -70,7 +70,7 @@ def start_view(stack: contextlib.ExitStack, domain: int, logs: Path, browser: bo
     stack.callback(view.close)
     view.wait_served()
     if browser:
-        stack.enter_context(ViewBrowser(view.url, logs, nice=19)).open()
+        stack.enter_context(ViewBrowser(view.url, logs)).open()
     return view
 
 

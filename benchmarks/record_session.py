@@ -102,8 +102,6 @@ def deploy_published(log: Path) -> dict[str, int]:
     raise SystemExit(f"asap_deploy did not report its published counts (log: {log})")
 
 
-BAND_SETTLE_S = 2.0
-"""Wait after attaching the band to a damped (perhaps fallen) robot, before Reset and Stand."""
 MAX_FAILED_STANDS = 3
 """Consecutive failed Reset + Stand attempts that end a session."""
 
@@ -116,8 +114,6 @@ def run_motions(system: System, duration_s: float) -> tuple[int, list[str], str 
     the +-100 clip, a 600 s session). DAMPING (a fall or a safety fault) is followed by
     the band attached again, Reset and Stand; :data:`MAX_FAILED_STANDS` failed stand-ups in a
     row end the session."""
-    from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
-
     ros = system.ros
 
     def mode() -> str | None:
@@ -130,11 +126,8 @@ def run_motions(system: System, duration_s: float) -> tuple[int, list[str], str 
             if mode() == "DAMPING":
                 ros.spin_until(lambda: ros.latched.get("/asap_deploy/fault"), 2.0)  # latched beside the mode
                 faults.append(ros.latched.get("/asap_deploy/fault") or "(no reason received)")
-                system.sim.request(BAND_ATTACH)
-                ros.spin_until(lambda: False, BAND_SETTLE_S)
             try:
-                system.reset_and_stand() if mode() == "DAMPING" else system.stand()
-                system.sim.request(BAND_RELEASE)
+                system.stand_off_the_band()
                 failed_stands = 0
             except AssertionError as exc:  # e.g. another fault while standing up
                 failed_stands += 1

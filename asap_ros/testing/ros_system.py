@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TAKEOVER = "TAKEOVER"
 STAND_ANSWER_S = 2.0
 """How long one Stand request waits for its answer before it is sent again."""
+BAND_SETTLE_S = 2.0
+"""Wait after attaching the band to a damped (perhaps fallen) robot, before Reset and Stand."""
 TEST_DEPLOY_PARAMS = {
     "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
     "realtime_priority": 80,
@@ -363,6 +365,20 @@ class System:
         ok, message = self.ros.trigger("/asap_deploy/reset")
         assert ok, message
         self.stand()
+
+    def stand_off_the_band(self) -> None:
+        """From PASSIVE or DAMPING (a fault, perhaps a fall with the band off) to a robot the
+        standing actor holds on its own feet, as an operator does: after DAMPING the band
+        attached again, Reset; Stand; the band released once HOLD is reached."""
+        from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
+
+        if self.ros.latched.get("/asap_deploy/mode") == "DAMPING":
+            self.sim.request(BAND_ATTACH)
+            self.ros.spin_until(lambda: False, BAND_SETTLE_S)
+            self.reset_and_stand()
+        else:
+            self.stand()
+        self.sim.request(BAND_RELEASE)
 
     def kill_deploy(self) -> int:
         """``kill -9`` the deploy process; returns the time just before the signal."""

@@ -3,7 +3,12 @@ asap_supervisor (each a process of the e2e harness), the view as its own process
 
 Heavy (processes, DDS, a browser): run under the team lock. Screenshots go to the test's
 tmp_path. Timing is not judged; the page lags the robot by up to a few seconds on a loaded
-2-core machine, so every check waits for the page to show what the system did.
+2-core machine, so every check waits for the page to show what the system did. That includes a
+safety fault: on these two cores the actor can be held back until it leaves its training
+distribution (a fresh-clone CI run latched DAMPING before the page first showed HOLD; with one
+more busy process, APT_level1 moved a shoulder target 4.02 rad in one step). The page must then
+show DAMPING and the deploy node's reason; the robot stands again and the test goes on, at most
+:data:`MAX_FAULTS` times.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ PAGE_RATE_HZ = 5
 """Page updates per second: SwiftShader renders each in a good part of a second on these 2 cores;
 at the default 15 the browser falls further and further behind."""
 MODE = '[data-view="mode"]'
+FAULT = '[data-view="fault"]'
+MAX_FAULTS = 2
 PHASE = '[data-view="phase"]'
 PHASE_APART = 0.1
 TEMPERATURE_TOLERANCE_C = 2.0
@@ -102,7 +109,24 @@ def wait_page_shows_simulator_temperatures(browser: ViewBrowser, system: System,
         time.sleep(0.2)
 
 
-def tracking_screenshots(browser: ViewBrowser, system: System, folder: Path, runs: int = 3):
+def page_reaches(browser: ViewBrowser, system: System, mode: str, faults: list[str]) -> bool:
+    """True once the page shows ``mode``. False after a fault on the way: the page showed DAMPING
+    and the fault the deploy node latched, and the robot stands again (HOLD; the page past DAMPING)."""
+    if browser.wait_text(MODE, lambda text: text in (mode, "DAMPING"), 60.0) == mode:
+        return True
+    assert system.ros.wait_mode("DAMPING", 5.0), system.ros.latched
+    assert system.ros.spin_until(lambda: system.ros.latched.get("/asap_deploy/fault"), 5.0), system.ros.latched
+    fault = system.ros.latched["/asap_deploy/fault"]
+    browser.wait_text(FAULT, lambda text: text == fault, 30.0)
+    faults.append(fault)
+    print(f"\nthe deploy node faulted, and the page showed it: {fault}")
+    assert len(faults) <= MAX_FAULTS, faults
+    system.stand_off_the_band()
+    browser.wait_text(MODE, lambda text: text != "DAMPING", 30.0)
+    return False
+
+
+def tracking_screenshots(browser: ViewBrowser, system: System, folder: Path, faults: list[str], runs: int = 3):
     """Two screenshots of the page during the motion, at phases at least :data:`PHASE_APART`
     apart, each taken while the page showed the motion with its ghost (the phase is read before
     and after each shot: a software-rendered screenshot takes seconds here). When one run of the
@@ -116,8 +140,10 @@ def tracking_screenshots(browser: ViewBrowser, system: System, folder: Path, run
 
     shots: list[tuple[float, np.ndarray]] = []
     for run in range(1, runs + 1):
-        system.track()
-        browser.wait_text(MODE, lambda text: text == "TRACKING", 30.0)
+        ok, message = system.ros.trigger("/asap_deploy/start")
+        assert ok, message
+        if not page_reaches(browser, system, "TRACKING", faults):
+            continue
         while browser.text(MODE) == "TRACKING":
             before = tracking_phase()
             if before is None or (shots and abs(before - shots[0][0]) < PHASE_APART):
@@ -130,7 +156,7 @@ def tracking_screenshots(browser: ViewBrowser, system: System, folder: Path, run
                 shots.append((before, image))
             if len(shots) == 2:
                 return shots
-        assert system.ros.wait_mode("HOLD", 60.0), system.ros.latched
+        page_reaches(browser, system, "HOLD", faults)
     raise AssertionError(f"no two screenshots {PHASE_APART} apart in phase in {runs} motions")
 
 
@@ -156,24 +182,26 @@ def test_live_view_shows_the_robot_its_mode_and_temperatures(system, tmp_path):
     args = ["--domain", domain, "--ros-domain", domain, "--interface", "lo", "--policies", f"{MOTION}.yaml",
             "--rate-hz", str(PAGE_RATE_HZ)]  # fmt: skip
     view = ViewProcess(args, tmp_path / "view.log", env={**os.environ, "ROS_DOMAIN_ID": domain})
+    faults: list[str] = []
     try:
         view.wait_served()
         with ViewBrowser(view.url, tmp_path) as browser:
             browser.open()
             assert "SwiftShader" in browser.renderer, browser.renderer
-            browser.wait_text(MODE, lambda text: text == "HOLD", 30.0)
+            while not page_reaches(browser, system, "HOLD", faults):
+                pass
             hold = browser.screenshot(tmp_path / "live_hold.png")
             assert robot_mask(hold).sum() > MIN_ROBOT_PIXELS, "the 3D view shows no robot"
             assert browser.text('[data-view="root"]') == "mocap"
             before_motion = wait_page_shows_simulator_temperatures(browser, system)
 
-            (early_phase, early), (late_phase, late) = tracking_screenshots(browser, system, tmp_path)
+            (early_phase, early), (late_phase, late) = tracking_screenshots(browser, system, tmp_path, faults)
             union, changed = robot_region_change(early, late)
             print(f"\nrobot region {union}: {changed:.1%} of its pixels changed between phase {early_phase} and {late_phase}")
             assert changed > 0.02
 
-            assert system.ros.wait_mode("HOLD", 60.0), system.ros.latched
-            browser.wait_text(MODE, lambda text: text == "HOLD", 30.0)
+            while not page_reaches(browser, system, "HOLD", faults):
+                pass
             after_motion = wait_page_shows_simulator_temperatures(browser, system)
             rise = {name: after_motion[name] - before_motion[name] for name in before_motion}
             hottest = max(rise, key=lambda name: abs(rise[name]))
