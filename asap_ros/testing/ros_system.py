@@ -29,7 +29,9 @@ TAKEOVER = "TAKEOVER"
 STAND_ANSWER_S = 2.0
 """How long one Stand request waits for its answer before it is sent again."""
 BAND_SETTLE_S = 2.0
-"""Wait after attaching the band to a damped (perhaps fallen) robot, before Reset and Stand."""
+"""Wait after attaching the band to a damped (perhaps fallen) robot, before Reset and Stand; and
+after releasing it, before anything starts (as ``asap-ros sim`` settles before a motion): a
+10-minute session that started the kick 20 ms after the release faulted three times in a row."""
 TEST_DEPLOY_PARAMS = {
     "stand_up_duration_s": 2.0, "policies": "[kick_level1.yaml]", "default_motion": "kick_level1",
     "realtime_priority": 80,
@@ -369,7 +371,8 @@ class System:
     def stand_off_the_band(self) -> None:
         """From PASSIVE or DAMPING (a fault, perhaps a fall with the band off) to a robot the
         standing actor holds on its own feet, as an operator does: after DAMPING the band
-        attached again, Reset; Stand; the band released once HOLD is reached."""
+        attached again, Reset; Stand; the band released once HOLD is reached, and
+        :data:`BAND_SETTLE_S` for the standing actor to take the robot's weight."""
         from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
 
         if self.ros.latched.get("/asap_deploy/mode") == "DAMPING":
@@ -379,6 +382,7 @@ class System:
         else:
             self.stand()
         self.sim.request(BAND_RELEASE)
+        self.ros.spin_until(lambda: False, BAND_SETTLE_S)
 
     def kill_deploy(self) -> int:
         """``kill -9`` the deploy process; returns the time just before the signal."""
