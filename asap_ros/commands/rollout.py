@@ -86,7 +86,10 @@ class LockstepG1:
 
         if action not in (BAND_ATTACH, BAND_RELEASE):
             raise ValueError(f"lock-step rollout supports band_attach and band_release, not {action!r}")
-        self.physics.band.enabled = action == BAND_ATTACH
+        if action == BAND_ATTACH:
+            self.physics.attach_band()
+        else:
+            self.physics.band.enabled = False
 
     def advance(self) -> None:
         """One control period of physics (motor PD every physics step, on the simulated clock)."""

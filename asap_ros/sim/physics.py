@@ -198,6 +198,13 @@ class G1Physics:
         d, b = self.data, self._band_body
         return d.xpos[b] + d.xmat[b].reshape(3, 3) @ self._band_point
 
+    def attach_band(self) -> None:
+        """Hook the band on again, its anchor moved above the attachment point where the robot is
+        now, as a gantry is moved over a robot that walked or fell away from where it started
+        (from the start pose's anchor, a robot metres away would be dragged and swung)."""
+        self.band.anchor[:2] = self.band_point()[:2]
+        self.band.enabled = True
+
     # --- state ------------------------------------------------------------------------------
     @property
     def time(self) -> float:

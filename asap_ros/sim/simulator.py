@@ -243,7 +243,7 @@ class Simulator:
             elif action == BAND_RELEASE:
                 band.enabled = False
             elif action == BAND_ATTACH:
-                band.enabled = True
+                self.physics.attach_band()
             elif action == REMOTE_BUTTONS:
                 self.lowstate.record["wireless_remote"][2:4] = (int(value) & 0xFF, int(value) >> 8)
             elif action == MOTOR_ERROR:

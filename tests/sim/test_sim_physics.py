@@ -79,6 +79,21 @@ def test_band_carries_the_configured_weight_fraction_and_can_be_lowered_and_rele
     assert not band.force(pos, vel).any()
 
 
+def test_attaching_the_band_hooks_it_above_the_robot_where_it_is_now(assets, robot):
+    physics = make_physics(assets, robot)
+    physics.band.enabled = False
+    physics.data.qpos[0] += 1.5  # the robot walked 1.5 m away from its start (free joint x)
+    mujoco.mj_forward(physics.model, physics.data)
+    physics.attach_band()
+    point = physics.band_point()
+    assert physics.band.enabled
+    np.testing.assert_allclose(physics.band.anchor[:2], point[:2])
+    force = physics.band.force(point, np.zeros(3))
+    assert np.abs(force[:2]).max() < 1e-9 and force[2] > 0  # straight up: no drag back to the start
+    run(physics, MotorModel(physics.effort_limit, np.ones(robot.num_joints)), hold_command(robot), 1.0)
+    assert physics.pelvis_pos()[0] == pytest.approx(1.5, abs=0.05)
+
+
 def tilt_deg(quat_wxyz: np.ndarray) -> float:
     """Angle between the pelvis z axis and the world vertical."""
     _, x, y, _ = quat_wxyz
