@@ -32,7 +32,11 @@ DEFAULT_POLICY = "CR7_level1.yaml"
 SIM_READY_TIMEOUT_S = 30.0
 GROUND_TRUTH_WAIT_S = 0.05
 POLL_PERIOD_S = 0.01
-DEFAULT_RT_PRIORITY = 50
+DEFAULT_RT_PRIORITY = 80
+"""The control thread's SCHED_FIFO priority (as asap_deploy's on the robot)."""
+SIMULATOR_ABOVE = 10
+"""The simulator's physics thread, rt/lowcmd reader and DDS receive threads run this far above the
+control thread: in the place of the robot's own board, out of reach of the computer's load."""
 RECORDER_MODULE = "asap_ros.ros.recorder_node"
 RECORDER_READY_S = 3.0
 """Time given to asap_recorder to subscribe before the robot stands up."""
@@ -62,9 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", type=Path, metavar="DIR", help="record the session with asap_recorder into DIR")
     parser.add_argument(
         "--rt-priority", type=int, default=DEFAULT_RT_PRIORITY, metavar="N",
-        help=f"SCHED_FIFO priority (2-99) for the control thread and the simulator process, one less for the runtime's "
-        f"other threads; 0: normal scheduling (default {DEFAULT_RT_PRIORITY}; without root or CAP_SYS_NICE the run "
-        "says so and uses normal scheduling)",
+        help=f"SCHED_FIFO priority (2-89) of the control thread; the simulator's physics runs {SIMULATOR_ABOVE} above it "
+        "(the robot's own board), this process's DDS receive threads one above, its other threads one below; 0: "
+        f"normal scheduling (default {DEFAULT_RT_PRIORITY}; without root or CAP_SYS_NICE the run says so and uses "
+        "normal scheduling)",
     )  # fmt: skip
 
 
@@ -126,7 +131,8 @@ class GroundTruthBuffer:
 
 def _start_simulator(args: argparse.Namespace, domain: int, out_dir: Path, record: bool, rt_priority: int) -> subprocess.Popen:
     command = sim_command(domain, stats_json=out_dir / "sim_stats.json", profile=str(args.profile),
-                          mocap_rate_hz=None if record else 0, viewer=args.viewer, rt_priority=rt_priority)
+                          mocap_rate_hz=None if record else 0, viewer=args.viewer,
+                          realtime_priority=rt_priority + SIMULATOR_ABOVE if rt_priority else 0)
     log = (out_dir / "asap_sim.log").open("w")
     return subprocess.Popen(dying_with_this_process(command), stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
@@ -175,6 +181,7 @@ class RealTimeRun:
 
     def _start(self) -> None:
         from asap_ros.runtime import dds
+        from asap_ros.runtime.fault_injection import FaultInjection
         from asap_ros.runtime.wiring import DdsControl
         from asap_ros.sim.control import SimControlClient
         from asap_ros.sim.dds_types import GROUND_TRUTH_TOPIC, GroundTruth_
@@ -188,7 +195,8 @@ class RealTimeRun:
             _raise_priority(self.rt_priority - 1)
         # publish_steps: the same samples asap_deploy publishes, for asap_recorder
         control = DdsControl(self.setup.controller, domain, "lo", publish_steps=recording,
-                             realtime_priority=self.rt_priority)
+                             realtime_priority=self.rt_priority, fault_injection=FaultInjection.from_env(),
+                             receive_priority=self.rt_priority + 1 if self.rt_priority else 0)
         self._closers.append(control)
         self.loop = control.loop
         self._closers.append(dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload))
@@ -230,7 +238,7 @@ class RealTimeRun:
 
     def timing(self) -> dict[str, Any]:
         loop = self.loop
-        timing = {**loop.stats.summary(), "dropped_records": loop.dropped_records, "sink_errors": loop.sink_errors,
+        timing = {**loop.stats().as_dict(), "sink_errors": loop.sink_errors,
                   "ground_truth_samples": self.ground_truth.received}  # fmt: skip
         notes = [note for note in (self.priority_note, loop.scheduling_note) if note]
         if notes:
@@ -256,8 +264,9 @@ def run(args: argparse.Namespace) -> int:
     from asap_ros.sim.session import COMPLETED, prepare_run
     from asap_ros.sim.summary import format_result, summarize_run, write_summary
 
-    if args.rt_priority != 0 and not 2 <= args.rt_priority <= 99:
-        raise ConfigError(None, "--rt-priority", "must be 0 (normal scheduling) or a SCHED_FIFO priority 2..99", args.rt_priority)
+    if args.rt_priority != 0 and not 2 <= args.rt_priority <= 99 - SIMULATOR_ABOVE:
+        raise ConfigError(None, "--rt-priority", f"must be 0 (normal scheduling) or a SCHED_FIFO priority 2..{99 - SIMULATOR_ABOVE}",
+                          args.rt_priority)
     rt_priority, priority_note = args.rt_priority, None
     if rt_priority and not fifo_permitted():
         rt_priority, priority_note = 0, f"--rt-priority {args.rt_priority}: SCHED_FIFO not permitted (no root or CAP_SYS_NICE); normal scheduling"

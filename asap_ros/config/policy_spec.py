@@ -17,7 +17,12 @@ from asap_ros.config.reader import ConfigReader, load_config
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.policy_spec import HistorySpec, ObsSlice, ObsTerm, PolicySpec, StandingCommands
-from asap_ros.core.robot import RobotModel
+from asap_ros.core.robot import RobotModel, gain_problem
+
+MAX_ACTION_SCALE = 1.0
+"""rad per unit of actor output: ASAP's actors use 0.25, so a raw output of 4 moves a target 1 rad."""
+MAX_ACTION_CLIP = 100.0
+"""ASAP clips raw actor outputs to +-100 (``clip_actions``); a larger clip lets a wild output further."""
 
 
 def sha256_of(path: Path) -> str:
@@ -72,6 +77,9 @@ def load_policy_spec(
     kp, kd = robot.kp.copy(), robot.kd.copy()
     for target, key in ((kp, "kp"), (kd, "kd")):
         for joint, value in gains.joint_values(key, robot.joint_names, {}, low=0.0).items():
+            problem = gain_problem(key, value, float(robot.tau_limit[robot.index(joint)]))
+            if problem:
+                raise gains.error(f"{key}.{joint}", problem, value)
             target[robot.index(joint)] = value
 
     phase = cfg.section("phase")
@@ -125,8 +133,8 @@ def load_policy_spec(
         commands=_commands(cfg.section("commands")) if cfg.has("commands") else None,
         terms=terms,
         history=history,
-        action_scale=spec_action.float("scale", low=0.0),
-        action_clip=spec_action.float("clip", low=0.0),
+        action_scale=spec_action.float("scale", low=1e-6, high=MAX_ACTION_SCALE),
+        action_clip=spec_action.float("clip", low=1e-6, high=MAX_ACTION_CLIP),
         default_q=default_q,
         kp=kp,
         kd=kd,

@@ -3,7 +3,8 @@
 Commands per mode (29 motors; the wrists, which ASAP's actors do not drive, are held at
 their hold pose with their own gains in every mode that applies torque):
 
-- PASSIVE: kp 0, kd ``passive.kd`` (0 = zero torque), motors enabled.
+- PASSIVE: kp 0, kd ``passive.kd`` (0 = zero torque), motors enabled; after a Reset from
+  DAMPING the damping kd stays until Stand (a robot standing in damping does not collapse).
 - STAND_UP: targets move linearly from the pose measured when Stand was accepted to the
   default pose over ``stand_up.duration_s``; kp ramps from ``kp_start_fraction`` x deploy kp
   to deploy kp, kd is the deploy kd throughout.
@@ -241,6 +242,8 @@ class Controller:
         self._monitor = SafetyMonitor(config.safety, robot.joint_names, robot.q_lower, robot.q_upper, robot.dq_limit)
         self._passive = _command(_ZERO, _ZERO, config.passive_kd)
         self._damping = _command(_ZERO, _ZERO, config.damping_kd)
+        self._passive_command = self._passive
+        """PASSIVE's command: ``passive.kd``, or the damping kd after a Reset from DAMPING."""
         self._stand_kp0 = _read_only(robot.kp * config.stand_up_kp_start_fraction)
         self._blend: Blend | None = None
         self._prepare_end_ns = 0
@@ -326,7 +329,7 @@ class Controller:
         self._step_motion = self._machine.motion
         if mode is Mode.DAMPING:
             return self._output(self._damping)
-        problem = self._monitor.check(state, now_ns, late)
+        problem = self._monitor.check(state, now_ns, late, powered=mode in FAULT_CHECKED_MODES)
         if state is not None and not state.crc_ok:  # counted above; never act on a corrupted sample
             state = self._last_valid_state
             if problem is None:
@@ -340,7 +343,7 @@ class Controller:
         self.last_check = problem
         if mode not in FAULT_CHECKED_MODES:  # PASSIVE: report, never latch
             self._healthy_state = state if problem is None else None
-            return self._output(self._passive)
+            return self._output(self._passive_command)
         if problem is not None:
             return self._fault(problem, now_ns, stamp_ns)
         self._healthy_state = state
@@ -452,6 +455,7 @@ class Controller:
         elif mode is Mode.TRACKING:
             self.policies[self._running_motion()].reset()
         elif mode is Mode.PASSIVE:
+            self._passive_command = self._damping if transition.from_mode is Mode.DAMPING else self._passive
             self._monitor.reset()
             self._healthy_state = None
             self._last_valid_state = None

@@ -85,6 +85,11 @@ class ComboDetector:
         self.combo = combo
         self._held = False
 
+    @property
+    def held(self) -> bool:
+        """The combo was held in the newest sample."""
+        return self._held
+
     def update(self, state: RemoteState) -> bool:
         """Feed one sample; True exactly on the sample where the combo starts being held."""
         held = state.holds(self.combo)

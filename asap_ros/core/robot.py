@@ -17,6 +17,26 @@ def frozen_array(values: Sequence[float]) -> np.ndarray:
     return array
 
 
+KP_SATURATION_RAD = 0.05
+"""A position gain at which a target this far from the joint (3 degrees) alone asks for the motor's
+whole effort limit: above it a gain only saturates the motor. ASAP's deploy gains ask for at most a
+fifth of that (waist roll: kp 400 against 50 N m / 0.05 rad = 1000)."""
+KD_SATURATION_RAD_S = 1.0
+"""Likewise for the damping gain: a joint moving at 1 rad/s alone saturates the motor (ASAP's largest,
+the knee's kd 5, asks for 5 of its 139 N m at 1 rad/s)."""
+
+
+def gain_problem(key: str, value: float, tau_limit: float) -> str | None:
+    """Why a joint's ``kp`` or ``kd`` is beyond the motor (None: within
+    ``tau_limit / KP_SATURATION_RAD`` or ``tau_limit / KD_SATURATION_RAD_S``)."""
+    bound = tau_limit / (KP_SATURATION_RAD if key == "kp" else KD_SATURATION_RAD_S)
+    if value > bound:
+        unit = f"{KP_SATURATION_RAD:g} rad" if key == "kp" else f"{KD_SATURATION_RAD_S:g} rad/s"
+        return (f"must be at most {bound:g} (the motor's {tau_limit:g} N m effort limit reached at {unit}; "
+                "a larger gain only saturates the motor)")
+    return None
+
+
 @dataclass(frozen=True)
 class RobotModel:
     """Per-motor data in G1 motor order (arrays are read-only, float64, length 29)."""

@@ -30,6 +30,9 @@ STATE_ARRAY_SHAPES: dict[str, tuple[int, ...]] = {
     "acc": (3,),
 }
 
+PLAUSIBLE_TEMPERATURE_C = (1.0, 150.0)
+"""A motor temperature outside this range is a sensor fault, not a temperature (a G1 motor reading
+0 C indoors, or above any winding's rating): a warning, never believed to be cool."""
 QUATERNION_NORM_TOLERANCE = 0.1
 """An IMU quaternion whose norm is further than this from 1 is treated as corrupt."""
 
@@ -66,6 +69,18 @@ class SafetyConfig:
 
 
 # --- pure checks ------------------------------------------------------------------------
+
+
+def implausible_temperature(temperature: np.ndarray, joint_names: Sequence[str]) -> str | None:
+    """The first motor whose temperature reading is outside :data:`PLAUSIBLE_TEMPERATURE_C` (a
+    warning: the motor's own overheating bits still latch DAMPING)."""
+    low, high = PLAUSIBLE_TEMPERATURE_C
+    bad = np.flatnonzero(~((temperature >= low) & (temperature <= high)))
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    return (f"implausible temperature reading: motor {joint_names[i]} at {float(temperature[i]):g} C "
+            f"(plausible {low:g}..{high:g} C); check the sensor")
 
 
 def check_state_age(arrival_ns: int, now_ns: int, max_age_ms: float) -> str | None:
@@ -276,14 +291,26 @@ class SafetyMonitor:
         self.dq_limit = dq_limit
         self.late_steps = 0
         self.bad_crcs = 0
+        self._tick: int | None = None
+        self._tick_arrival_ns = 0
+        self._mode_machine: int | None = None
 
     def reset(self) -> None:
-        """Forget the consecutive counters (after an operator Reset)."""
+        """Forget the consecutive counters, the robot's tick and its mode_machine (after an
+        operator Reset)."""
         self.late_steps = 0
         self.bad_crcs = 0
+        self._tick = None
+        self._mode_machine = None
 
-    def check(self, state: RobotState | None, now_ns: int, late: bool) -> str | None:
-        """The first fault found in this step, or ``None``. Updates the counters first."""
+    def check(self, state: RobotState | None, now_ns: int, late: bool, powered: bool = True) -> str | None:
+        """The first fault found in this step, or ``None``. Updates the counters first.
+
+        A state whose tick does not advance past the newest seen is as old as the first sample
+        that carried that tick (a frozen or replayed stream is stale); a ``mode_machine`` other
+        than the one first seen is a fault. With ``powered`` False (PASSIVE: no stiffness) a tick
+        that went back (the robot restarted) and a new mode_machine are taken as the new baseline.
+        """
         cfg = self.config
         self.late_steps = self.late_steps + 1 if late else 0
         if state is not None:
@@ -296,7 +323,8 @@ class SafetyMonitor:
         if not state.crc_ok:  # a corrupted sample's values mean nothing: only the count matters
             return check_consecutive(self.bad_crcs, cfg.max_consecutive_bad_crc, "state CRC mismatches")
         return (
-            check_state_age(state.arrival_ns, now_ns, cfg.max_state_age_ms)
+            self._check_tick(state, now_ns, powered)
+            or self._check_mode_machine(state, powered)
             or check_state_values(state)
             or check_position_limits(
                 state.q, self.q_lower, self.q_upper, cfg.position_margin_rad, self.joint_names
@@ -306,3 +334,19 @@ class SafetyMonitor:
             or check_motor_errors(state.motor_error, self.joint_names)
             or check_temperature(state.temperature, cfg.max_temperature_c, self.joint_names)
         )
+
+    def _check_tick(self, state: RobotState, now_ns: int, powered: bool) -> str | None:
+        if self._tick is None or state.tick > self._tick or (state.tick < self._tick and not powered):
+            self._tick, self._tick_arrival_ns = state.tick, state.arrival_ns
+        elif state.arrival_ns != self._tick_arrival_ns:  # a later sample that did not advance
+            stale = check_state_age(self._tick_arrival_ns, now_ns, self.config.max_state_age_ms)
+            return f"{stale}: robot tick {state.tick} does not advance past {self._tick}" if stale else None
+        return check_state_age(self._tick_arrival_ns, now_ns, self.config.max_state_age_ms)
+
+    def _check_mode_machine(self, state: RobotState, powered: bool) -> str | None:
+        if self._mode_machine is None or (not powered and state.mode_machine != self._mode_machine):
+            self._mode_machine = state.mode_machine
+        elif state.mode_machine != self._mode_machine:
+            return (f"robot mode_machine changed from {self._mode_machine} to {state.mode_machine} while the "
+                    "motors are powered")
+        return None

@@ -8,16 +8,22 @@ Off the control path (the loop's sink thread and rclpy timers) the node publishe
 ``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.runtime.step_topics`), and
 ``~/process`` (latched ``host:pid``) for ``asap_supervisor``. With ``supervised`` (the default)
 the control thread writes ``rt/lowcmd`` only under the supervisor's lease
-(:mod:`asap_ros.runtime.lease`): one beat per step out, grants in, both on unitree DDS; Stand
-and Start are refused while the supervisor objects, and its takeover latches DAMPING with its
-reason. The stamp of the newest ``mocap/pose`` goes into each step record.
+(:mod:`asap_ros.core.lease`): one beat per step out, grants in, both on unitree DDS; Stand
+and Start are refused while the supervisor objects, Reset while it holds an e-stop or streams
+damping, and its takeover latches DAMPING with its reason. The stamp of the newest
+``mocap/pose`` goes into each step record.
 Operator services (``std_srvs/Trigger``):
 ``~/stand``, ``~/stop``, ``~/estop``, ``~/reset``, ``~/start`` (the ``default_motion``
-parameter) and one ``~/start/<motion>`` per loaded policy.
+parameter) and one ``~/start/<motion>`` per loaded policy. ``~/estop`` has a callback group of
+its own on a multi-threaded executor: it never waits behind another request. Every request,
+accepted or refused, is logged with its reason, kept in ``diagnostics`` (the newest few) and
+published on ``~/operator`` (std_msgs/String, one JSON object each; recorded by asap_recorder).
+Nothing authenticates a caller on the domain (see docs/operating.md).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -33,6 +39,7 @@ from asap_ros.config.paths import config_file
 from asap_ros.core.errors import AsapError, ConfigError, RejectedRequest
 from asap_ros.core.state_machine import Reset, Stand, Start
 from asap_ros.ros.parameters import NodeParams
+from asap_ros.runtime.scheduling import run_realtime
 
 NODE_NAME = "asap_deploy"
 MODE_CHECK_S = 0.1
@@ -40,6 +47,9 @@ MODE_CHECK_S = 0.1
 MOCAP_TOPIC = "mocap/pose"
 SHUTDOWN_DAMPING_S = 0.1
 """On a clean shutdown the node e-stops and lets the loop send damping this long before stopping."""
+OPERATOR_TOPIC = "~/operator"
+OPERATOR_RECORDS_KEPT = 10
+"""Operator requests shown in diagnostics (the newest)."""
 
 
 def controller_config_with_overrides(config: Any, values: Mapping[str, Any], source: str) -> Any:
@@ -66,6 +76,7 @@ class DeployNode:
         from asap_ros.config.policy_spec import resolve_policy_files
         from asap_ros.config.robot import load_robot_model
         from asap_ros.runtime.control_loop import check_control_rate
+        from asap_ros.runtime.fault_injection import FaultInjection
         from asap_ros.runtime.policies import build_controller, load_policies
         from asap_ros.runtime.wiring import DdsControl
 
@@ -82,6 +93,9 @@ class DeployNode:
         check_control_rate(p["control_rate_hz"], self.controller, source)
         self.params.set_validator(self._check_params)
 
+        # the node's other threads (executor, sinks, DDS) one below the control thread: above the
+        # machine's ordinary work, so none is preempted while it holds the GIL the control thread needs
+        self.scheduling_note = run_realtime(p["realtime_priority"] - 1) if p["realtime_priority"] > 1 else None
         self.dds = DdsControl(
             self.controller,
             p["dds_domain"],
@@ -92,6 +106,8 @@ class DeployNode:
             realtime_priority=p["realtime_priority"],
             cpus=self._control_cpus(p["control_cpu"]),
             supervised=p["supervised"],
+            fault_injection=FaultInjection.from_env(),
+            receive_priority=p["realtime_priority"] + 1 if p["realtime_priority"] else 0,
         )
         self.loop = self.dds.loop
 
@@ -99,6 +115,8 @@ class DeployNode:
         self._mode_pub = node.create_publisher(String, "~/mode", latched)
         self._fault_pub = node.create_publisher(String, "~/fault", latched)
         self._policy_pub = node.create_publisher(Float32MultiArray, "~/policy_step", 10)
+        self._operator_pub = node.create_publisher(String, OPERATOR_TOPIC, QoSProfile(depth=100))
+        self.operator_records: collections.deque[dict[str, Any]] = collections.deque(maxlen=OPERATOR_RECORDS_KEPT)
         self._mode_lock = threading.Lock()
         self._shown: tuple[str, str] | None = None
         self._mode_differed = False
@@ -107,7 +125,8 @@ class DeployNode:
         process.publish(String(data=f"{socket.gethostname()}:{os.getpid()}"))
         self._process_pub = process
         self._state_publisher = StatePublisher(node, self.loop, self.robot.joint_names)
-        self._diagnostics = DiagnosticsPublisher(node, self.loop, self.robot.joint_names, config.safety)
+        self._diagnostics = DiagnosticsPublisher(node, self.loop, self.robot.joint_names, config.safety,
+                                                 self.operator_records, self.dds.arbiter)
         self._create_services(policies)
         node.create_subscription(PoseStamped, MOCAP_TOPIC, self._on_mocap, qos_profile_sensor_data)
         self.loop.add_sink(self._on_step)
@@ -120,11 +139,14 @@ class DeployNode:
 
     # --- set-up helpers ------------------------------------------------------------------
     def _create_services(self, policies: Mapping[str, Any]) -> None:
+        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
         from std_srvs.srv import Trigger
 
         from asap_ros.core.state_machine import EStop, Reset, Stand, Start, Stop
 
         node = self.node
+        operator = MutuallyExclusiveCallbackGroup()  # Stand, Start, Stop, Reset: one at a time
+        estop = MutuallyExclusiveCallbackGroup()  # the e-stop never waits behind them
         handlers: dict[str, Callable[[], Any]] = {
             "~/stand": Stand,
             "~/stop": Stop,
@@ -133,9 +155,13 @@ class DeployNode:
             "~/start": lambda: Start(self.params["default_motion"]),
             **{f"~/start/{name}": (lambda n=name: Start(n)) for name in policies},
         }
-        self._services = [node.create_service(Trigger, name, self._trigger(make)) for name, make in handlers.items()]
+        self._services = [
+            node.create_service(Trigger, name, self._trigger(name, make),
+                                callback_group=estop if name == "~/estop" else operator)
+            for name, make in handlers.items()
+        ]
 
-    def _trigger(self, make_request: Callable[[], Any]) -> Callable[[Any, Any], Any]:
+    def _trigger(self, service: str, make_request: Callable[[], Any]) -> Callable[[Any, Any], Any]:
         """A Trigger callback applying one request; a refusal is success=False with the reason."""
         from asap_ros.core.state_machine import describe
 
@@ -144,27 +170,45 @@ class DeployNode:
             objection = self._supervisor_objection(request)
             if objection is not None:
                 response.success, response.message = False, f"{describe(request)} refused: {objection}"
-                return response
-            try:
-                self.loop.request(request)
-            except RejectedRequest as exc:
-                response.success, response.message = False, str(exc)
-                return response
-            response.success = True
-            response.message = f"{describe(request)} accepted; mode {self.loop.mode.name}"
+            else:
+                try:
+                    self.loop.request(request)
+                    response.success = True
+                    response.message = f"{describe(request)} accepted; mode {self.loop.mode.name}"
+                except RejectedRequest as exc:
+                    response.success, response.message = False, str(exc)
+            self._record_operator(service, describe(request), response.success, response.message)
             return response
 
         return callback
 
+    def _record_operator(self, source: str, request: str, accepted: bool, reason: str) -> None:
+        """One operator request in the log, diagnostics and on ``~/operator`` (recorded). A
+        std_srvs/Trigger call carries no caller identity: the source is the service called."""
+        from std_msgs.msg import String
+
+        record = {"stamp_ns": time.time_ns(), "source": source, "request": request, "accepted": accepted,
+                  "reason": reason}
+        self.operator_records.append(record)
+        try:
+            self._operator_pub.publish(String(data=json.dumps(record)))
+        except Exception as exc:  # rclpy's context is gone on Ctrl-C: the log line below stays
+            record["unpublished"] = repr(exc)
+        text = f"operator {request} via {source}: {'accepted' if accepted else 'REFUSED'}: {reason}"
+        if accepted:
+            self.node.get_logger().info(text)
+        else:
+            self.node.get_logger().warning(text)
+
     def _supervisor_objection(self, request: Any) -> str | None:
         """Why the supervisor's lease forbids ``request`` now: no Stand/Start without a current
-        grant, no Reset while the supervisor streams damping (reset the supervisor first)."""
+        grant (WATCHING), no Reset while the supervisor holds an e-stop or streams damping."""
         if self.dds.arbiter is None:
             return None
         if isinstance(request, (Stand, Start)):
             return self.dds.arbiter.refusal()
-        if isinstance(request, Reset) and self.dds.arbiter.lease.yielded:
-            return "the supervisor streams damping on rt/lowcmd; reset the supervisor first"
+        if isinstance(request, Reset):
+            return self.dds.arbiter.reset_refusal()
         return None
 
     def _control_cpus(self, cpu: int) -> frozenset[int]:
@@ -233,8 +277,9 @@ class DeployNode:
     def start(self) -> None:
         """Start the control thread (it reads rt/lowstate itself)."""
         self.loop.start()
-        if self.loop.scheduling_note:
-            self.node.get_logger().warning(self.loop.scheduling_note)
+        for note in (self.scheduling_note, self.loop.scheduling_note):
+            if note:
+                self.node.get_logger().warning(note)
         if self.loop.fault_injection is not None:
             self.node.get_logger().warning(f"FAULT INJECTION ACTIVE (test support): {self.loop.fault_injection.describe()}")
 
@@ -244,6 +289,7 @@ class DeployNode:
         from asap_ros.core.state_machine import EStop
 
         self.loop.request(EStop(f"{NODE_NAME} shutting down"))
+        self._record_operator("shutdown", f"EStop({NODE_NAME} shutting down)", True, "clean shutdown")
         time.sleep(SHUTDOWN_DAMPING_S)
         self.loop.stop()
         self.node.get_logger().info(f"published {json.dumps(self.dds.written())}")
@@ -277,10 +323,13 @@ class StatePublisher:
 class DiagnosticsPublisher:
     """``diagnostics`` (latched, so ``asap-ros ctl status`` gets the last one at once)."""
 
-    def __init__(self, node: Any, loop: Any, joint_names: tuple[str, ...], safety: Any):
+    def __init__(self, node: Any, loop: Any, joint_names: tuple[str, ...], safety: Any,
+                 operator_records: Any = (), arbiter: Any = None):
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import DurabilityPolicy, QoSProfile
 
+        self._operator_records = operator_records
+        self._arbiter = arbiter
         self._node_name = node.get_name()
         self._loop = loop
         self._joint_names = joint_names
@@ -293,12 +342,13 @@ class DiagnosticsPublisher:
         from asap_ros.ros.messages import DiagnosticsInput, diagnostics_msg
 
         loop = self._loop
-        timing = {**loop.stats.summary(), "decode_errors": loop.decode_errors, "write_errors": loop.write_errors}
-        misses = int(timing["deadline_misses"])
+        stats = loop.stats()
+        timing = stats.as_dict()
+        misses = stats.late_steps
         data = DiagnosticsInput(
             stamp_ns=time.time_ns(),
             timing=timing,
-            dropped_records=loop.dropped_records,
+            dropped_records=stats.dropped_records,
             mode=loop.mode.name,
             motion=loop.controller.motion,
             fault=loop.fault_reason,
@@ -313,6 +363,10 @@ class DiagnosticsPublisher:
             control_error=loop.fatal_error or (None if loop.alive else "control thread not running"),
             motion_abort=loop.controller.motion_abort,
             monotonic_ns=time.monotonic_ns(),
+            operator=[f"{r['request']} via {r['source']}: {'accepted' if r['accepted'] else 'refused'}: {r['reason']}"
+                      for r in list(self._operator_records)],
+            supervisor=(f"obeys supervisor {self._arbiter.lease.supervisor:x}" if self._arbiter.lease.supervisor
+                        else "no supervisor obeyed") if self._arbiter is not None else "unsupervised",
         )
         self._misses_reported = misses
         self._pub.publish(diagnostics_msg(data, self._node_name))
@@ -321,7 +375,7 @@ class DiagnosticsPublisher:
 def main(argv: list[str] | None = None) -> int:
     """Console script ``asap_deploy``: exit 2 with one line naming the problem on bad parameters."""
     import rclpy
-    from rclpy.executors import ExternalShutdownException
+    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
     if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], DEPLOY_PARAMS, config_file("deploy.yaml")):
         return 0
@@ -337,12 +391,15 @@ def main(argv: list[str] | None = None) -> int:
     deploy.start()
     node.get_logger().info(
         f"control loop running; motions: {', '.join(sorted(deploy.controller.policies))}")
+    executor = MultiThreadedExecutor(num_threads=2)  # the e-stop's callback group runs beside the others
+    executor.add_node(node)
     try:
-        rclpy.spin(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         deploy.shutdown()
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

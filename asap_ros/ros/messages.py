@@ -16,6 +16,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float32MultiArray, MultiArrayDimension
 
 from asap_ros.core.policy import PolicyOutput
+from asap_ros.core.safety import implausible_temperature
 from asap_ros.core.state import RobotState
 
 IMU_FRAME = "imu_in_pelvis"
@@ -85,7 +86,7 @@ class DiagnosticsInput:
     monotonic_ns: int
     """The same instant on the monotonic clock: the state's age is measured on it."""
     timing: Mapping[str, float]
-    """``TimingStats.summary()`` of the control loop."""
+    """``LoopStats.as_dict()`` of the control loop."""
     dropped_records: int
     mode: str
     motion: str | None
@@ -106,6 +107,10 @@ class DiagnosticsInput:
     thread is gone); it then streams damping, or nothing at all."""
     motion_abort: str | None = None
     """Why the latest motion was aborted to HOLD (a hot motor)."""
+    operator: Sequence[str] = ()
+    """The newest operator requests, oldest first, each with its outcome and reason."""
+    supervisor: str = ""
+    """Which supervisor the deploy node obeys (or "unsupervised")."""
 
 
 def _motor_status(d: DiagnosticsInput, name: str, hardware_id: str) -> DiagnosticStatus:
@@ -121,6 +126,9 @@ def _motor_status(d: DiagnosticsInput, name: str, hardware_id: str) -> Diagnosti
         if hottest_c > limit:
             level, message = grade, f"{message}: above {limit:g} C, {effect}"
             break
+    implausible = implausible_temperature(state.temperature, d.joint_names)
+    if implausible and level == OK:
+        level, message = WARN, f"{implausible}; {message}"
     errors = np.flatnonzero(state.motor_error)
     if errors.size:
         level = ERROR
@@ -139,7 +147,8 @@ def _status(name: str, level: bytes, message: str, hardware_id: str, values: Map
 
 
 def diagnostics_msg(d: DiagnosticsInput, node_name: str, hardware_id: str = "unitree_g1") -> DiagnosticArray:
-    """Four statuses: control loop timing, robot state age, motor temperatures, controller mode."""
+    """Five statuses: control loop timing, robot state age, motor temperatures, controller mode, the
+    newest operator requests."""
     timing_level = (ERROR if d.control_error or d.sink_errors
                     else WARN if d.new_deadline_misses or d.dropped_records else OK)
     timing_message = (f"control loop failed: {d.control_error}" if d.control_error
@@ -164,8 +173,10 @@ def diagnostics_msg(d: DiagnosticsInput, node_name: str, hardware_id: str = "uni
     level = ERROR if d.fault else WARN if d.motion_abort else OK
     controller = _status(f"{node_name}: controller", level, d.fault or d.motion_abort or d.mode, hardware_id,
                          {"mode": d.mode, "motion": d.motion or "", "fault": d.fault or "",
-                          "motion_abort": d.motion_abort or ""})
+                          "motion_abort": d.motion_abort or "", "supervisor": d.supervisor})
+    operator = _status(f"{node_name}: operator requests", OK, d.operator[-1] if d.operator else "none yet",
+                       hardware_id, {f"request {i}": text for i, text in enumerate(reversed(d.operator), 1)})
     msg = DiagnosticArray()
     msg.header.stamp = ros_time(d.stamp_ns)
-    msg.status = [timing, state, motors, controller]
+    msg.status = [timing, state, motors, controller, operator]
     return msg

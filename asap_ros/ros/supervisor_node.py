@@ -2,74 +2,76 @@
 
 E-stop sources: the ``estop`` topic (std_msgs/Empty), the ``~/estop`` service
 (std_srvs/Trigger), a button combo on the G1 wireless remote (``LowState.wireless_remote``)
-and ENTER on an interactive terminal. Each reaches the deploy node twice, independently: in
-the supervisor's next grant (state ESTOP, read by the deploy node's control thread every step)
-and as a call of ``/<deploy_node>/estop``, retried every ``FORWARD_RETRY_S`` until acknowledged.
+and ENTER on an interactive terminal. An e-stop is **held**: the supervisor's grants say ESTOP
+until ``~/reset`` (refused while the combo is held), so the deploy node refuses Reset, Stand and
+Start meanwhile; it is also forwarded to ``/<deploy_node>/estop``, retried every
+``FORWARD_RETRY_S`` until acknowledged.
 
-Exactly one process writes ``rt/lowcmd`` at any instant (:mod:`asap_ros.runtime.lease`): the
-deploy node writes under a lease the supervisor grants beat by beat; the supervisor takes over,
-streaming damping ``LowCmd`` (kp 0, the controller's damping kd, ``mode_machine`` from the
-newest CRC-valid ``LowState``, CRC set), when
-
-- the deploy process exits (same host: watched through a pidfd of the pid it announces on
-  its latched ``~/process`` topic, so a ``kill -9`` is seen at once), or
-- it has written ``rt/lowcmd`` and then nothing arrives for ``takeover_after_ms``, or
-- after an e-stop, no LowCmd with kp 0 on every motor arrives within ``estop_obey_ms``,
-
-and writes its first command only once the deploy node can no longer write (its lease has run
-out, it acknowledged the takeover, or its process is gone) and a handover gap later. It hands
-back only on ``~/reset`` while the deploy node is in PASSIVE or DAMPING. ``lowcmd_writes``
-counts its writes (``~/lowcmd_writes``, latched), its state is on ``~/state`` (latched).
+The decisions are :class:`~asap_ros.core.supervisor.SupervisorCore`'s (pure, stepped every
+``1 / damping_rate_hz`` on the watchdog thread); this node is its DDS and ROS adapter: beats,
+rt/lowcmd samples (with their writer's DDS participant) and other supervisors' grants in, grants
+and the damping stream out (kp 0, the controller's damping kd, ``mode_machine`` from the newest
+CRC-valid ``LowState``, CRC set), the deploy process watched for exit through a pidfd of the pid
+its beats carry (same host). Exactly one process writes ``rt/lowcmd`` at any instant
+(:mod:`asap_ros.core.lease`). A second supervisor is SECONDARY: it forwards its e-stops (to the
+deploy node and on the ``estop`` topic) and never grants nor writes. State on ``~/state``
+(latched ``AUTHORITY: detail``), writes counted on ``~/lowcmd_writes`` (latched). Every thread
+has a last-resort handler: an exception stops the grants (the deploy node's lease runs out: it
+latches DAMPING and streams damping itself) and is reported as ``FAILED: ...`` on ``~/state``.
 """
 
 from __future__ import annotations
 
+import collections
 import gc
 import os
 import select
-import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from asap_ros.config.node_params import SUPERVISOR_PARAMS, help_requested, load_defaults
 from asap_ros.config.paths import config_file
-from asap_ros.core.errors import AsapError
+from asap_ros.core.errors import AsapError, ConfigError
 from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
+from asap_ros.core.supervisor import Authority, SupervisorCore, SupervisorTiming, timing_problem
 from asap_ros.g1.codec import LowCmdEncoder, damping_command
 from asap_ros.g1.crc import record_crc
 from asap_ros.g1.layout import LOWCMD_TOPIC, LOWCMD_WIRE, LOWSTATE_TOPIC, LOWSTATE_WIRE
 from asap_ros.ros.parameters import NodeParams
-from asap_ros.runtime.arbitration import decode_beat, encode_grant
-from asap_ros.runtime.lease import Grant, Supervision
-from asap_ros.runtime.scheduling import run_realtime
-from asap_ros.runtime.watchdog import Watchdog, lowcmd_is_damping
+from asap_ros.runtime.arbitration import decode_beat, decode_grant, encode_grant, host_id, new_session
+from asap_ros.runtime.scheduling import name_os_thread, run_realtime
+
+__all__ = ["NODE_NAME", "SupervisorNode", "main"]
 
 NODE_NAME = "asap_supervisor"
-WATCHING = "WATCHING"
 TAKEOVER = "TAKEOVER"
+SWITCH_INTERVAL_S = 0.0005
+"""sys.setswitchinterval: a Python thread holding the GIL yields it to the watchdog within 0.5 ms."""
+
+
+def lowcmd_is_damping(record: Any) -> bool:
+    """A C-layout LowCmd record that applies no position stiffness (kp 0 on every G1 motor)."""
+    return not record["motor_cmd"]["kp"][:29].any()
 
 
 class SupervisorNode:
-    """The supervisor's DDS readers/writers, ROS interface and watchdog thread."""
+    """The supervisor's DDS readers/writers, ROS interface and threads around its core."""
 
-    IDLE_CHECK_NS = 50_000_000
-    RECHECK_S = 0.01
-    """Before taking over for silence, let this process's own DDS/ROS threads deliver anything
-    queued while it was itself starved of CPU, then look again."""
     LOWSTATE_POLL_S = 0.01
     """The newest LowState (remote buttons, mode_machine) is read this often, not all 500 per
     second: a button press lasts far longer, and each sample costs Python time."""
     FORWARD_RETRY_S = 0.05
-    """While an e-stop is not acknowledged by the deploy node, send it again this often."""
-    FORWARD_TIMEOUT_S = 1.0
-    """A forwarded e-stop call unanswered this long is taken as lost and sent again."""
-    TAKEOVER_REPEAT_S = 0.1
-    """During a takeover the TAKEOVER grant is sent again this often (deploy processes that start
-    or resume meanwhile also get it as the topic's transient-local sample)."""
+    """While the deploy node's e-stop service is not discovered, look for it this often. A call
+    once sent is not sent again: a hung deploy node would find a queue of them when it resumes,
+    and the held e-stop reaches it in every grant anyway."""
+    PUBLISH_S = 0.05
+    """State, counters and the core's events are published and logged this often (ROS timer)."""
 
     def __init__(self, node: Any):
+        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import Empty, String, UInt64
         from std_srvs.srv import Trigger
@@ -80,42 +82,51 @@ class SupervisorNode:
         self.params = NodeParams(node, SUPERVISOR_PARAMS,
                                  load_defaults(config_file("supervisor.yaml"), NODE_NAME, SUPERVISOR_PARAMS))
         p = self.params
+        problem = timing_problem(p["takeover_after_ms"], p["lease_ms"])
+        if problem is not None:
+            raise ConfigError(p.source, problem[0], problem[1], p["lease_ms"])
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         self._combo = ComboDetector(parse_combo(p["estop_combo"], p.source, "estop_combo"))
+        self._combo_name = f"wireless remote {'+'.join(sorted(self._combo.combo))}"
         self._damping = damping_command(load_controller_config(p["controller_config"] or None).damping_kd)
         self._encoder = LowCmdEncoder()
-        self._period_s = 1.0 / p["damping_rate_hz"]
-        self.watchdog = Watchdog(int(p["takeover_after_ms"] * 1e6), int(p["estop_obey_ms"] * 1e6),
-                                 int(p["lease_ms"] * 1e6))
-        self.state = WATCHING
-        self.reason = ""
-        self.estop_source = ""
-        self.estops = 0
-        """E-stops so far: each one latches DAMPING in the deploy node once (Grant.estop)."""
+        self.session = new_session()
+        timing = SupervisorTiming(takeover_after_ns=int(p["takeover_after_ms"] * 1e6),
+                                  estop_obey_ns=int(p["estop_obey_ms"] * 1e6), lease_ns=int(p["lease_ms"] * 1e6),
+                                  write_period_ns=int(1e9 / p["damping_rate_hz"]))
+        self.core = SupervisorCore(self.session, timing, host_id(), started_ns=time.monotonic_ns())
         self.lowcmd_writes = 0
-        self._last_write_ns = 0
+        self.failed: str | None = None
+        """Why a thread of this node died (its last-resort handler): no grant goes out any more."""
         self._mode_machine: int | None = None
         self._lock = threading.Lock()
-        self._wake = threading.Event()
         self._stop = threading.Event()
+        self._watched_pid = 0
         self._forward_pending = False
         self._forward_future: Any = None
         self._forward_sent_s = 0.0
+        self._log: collections.deque[tuple[str, str]] = collections.deque(maxlen=200)
+        """(severity, text) written by any thread, logged by the publish timer."""
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._state_pub = node.create_publisher(String, "~/state", latched)
         self._writes_pub = node.create_publisher(UInt64, "~/lowcmd_writes", latched)
+        self._estop_pub = node.create_publisher(Empty, "estop", 10)
         deploy = p["deploy_node"].strip("/")
-        self._deploy_estop = node.create_client(Trigger, f"/{deploy}/estop")
-        node.create_subscription(String, f"/{deploy}/process", self._on_deploy_process, latched)
-        node.create_subscription(Empty, "estop", lambda _msg: self.estop("estop topic"), 10)
-        node.create_service(Trigger, "~/estop", self._on_estop_service)
+        estops = MutuallyExclusiveCallbackGroup()  # an e-stop never waits behind a reset
+        self._deploy_estop = node.create_client(Trigger, f"/{deploy}/estop", callback_group=estops)
+        node.create_subscription(Empty, "estop", lambda _msg: self.estop("estop topic", republish=False), 10,
+                                 callback_group=estops)
+        node.create_service(Trigger, "~/estop", self._on_estop_service, callback_group=estops)
         node.create_service(Trigger, "~/reset", self._on_reset_service)
-        node.create_timer(0.1, self._publish_writes)
-        self._published_writes = -1
-        self._publish_state()
+        node.create_timer(self.PUBLISH_S, self._guarded("publisher", self._publish))
+        self._published: tuple[str, int] | None = None
         self._open_channels(p["dds_domain"], p["network_interface"])
-        self._thread = threading.Thread(target=self._run, name="asap-supervisor", daemon=True)
-        self._robot_thread = threading.Thread(target=self._watch_robot, name="asap-robot-state", daemon=True)
+        self._threads = [
+            threading.Thread(target=self._guarded("watchdog", self._run), name="asap-watchdog", daemon=True),
+            threading.Thread(target=self._guarded("robot state", self._watch_robot), name="asap-robot", daemon=True),
+        ]
+        self._publish()
 
     def _open_channels(self, domain: int, interface: str) -> None:
         """rt/lowcmd and grant writers (created now, so a takeover needs no discovery) and raw readers."""
@@ -131,19 +142,44 @@ class SupervisorNode:
         )
         from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, init_channels
 
-        init_channels(domain, interface)
+        priority = self.params["realtime_priority"]
+        if priority > 1:  # the node's other threads (executor, DDS) just below its watchdog: see asap_deploy
+            note = run_realtime(priority - 1)
+            if note:
+                self._log.append(("warning", note))
+        init_channels(domain, interface, receive_priority=priority)
         self._writer = RawWriter(LOWCMD_TOPIC, LowCmd_)
         self._grants = RawWriter(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS)
         # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per LowState;
-        # rt/lowcmd from other processes only: this process's own damping stream is not the deploy's
+        # other participants only: this process's own damping stream and grants are not the deploy's
         self._lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)
-        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._on_lowcmd, ignore_local=True)
-        self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._on_beat, qos=BEAT_QOS,
-                                      realtime_priority=self.params["realtime_priority"])
+        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._guarded("rt/lowcmd", self._on_lowcmd),
+                                        ignore_local=True, realtime_priority=priority)
+        self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._guarded("beats", self._on_beat), qos=BEAT_QOS,
+                                      realtime_priority=priority)
+        self._grant_reader = RawReader(GRANT_TOPIC, SupervisorGrant_, self._guarded("grants", self._on_grant),
+                                       qos=GRANT_QOS, ignore_local=True, realtime_priority=priority)
 
-    # --- inputs (DDS and executor threads) ---------------------------------------------
+    # --- last resort ---------------------------------------------------------------------
+    def _guarded(self, what: str, body: Callable[..., None]) -> Callable[..., None]:
+        """``body`` with the last-resort handler: an exception latches :attr:`failed` (no grant
+        goes out any more, the damping stream stops: the deploy node's lease runs out and it
+        streams damping itself) and is reported."""
+        def guarded(*args: Any) -> None:
+            try:
+                body(*args)
+            except Exception as exc:
+                if self.failed is None:
+                    self.failed = f"{what} raised {exc!r}"
+                    text = f"FAILED: {self.failed}; no grant or damping from this supervisor any more, restart it"
+                    self._log.append(("error", text))
+                    print(f"{NODE_NAME}: {text}", file=sys.stderr, flush=True)  # also when the publisher failed
+        return guarded
+
+    # --- inputs (DDS and executor threads) -------------------------------------------------
     def _watch_robot(self) -> None:
         """Every ``LOWSTATE_POLL_S``: the newest LowState, if new (its own thread)."""
+        name_os_thread()
         seen_ns = 0
         while not self._stop.wait(self.LOWSTATE_POLL_S):
             payload, stamp_ns, _arrival_ns = self._lowstate.newest()
@@ -159,61 +195,64 @@ class SupervisorNode:
         if int(record["crc"]) != record_crc(record):
             return
         self._mode_machine = int(record["mode_machine"])
-        if self._combo.update(decode_remote(record["wireless_remote"].tobytes())):
-            self.estop(f"wireless remote {'+'.join(sorted(self._combo.combo))}")
+        self._combo.update(decode_remote(record["wireless_remote"].tobytes()))
+        held = self._combo.held
+        with self._lock:
+            pressed = self.core.remote(held, self._combo_name, time.monotonic_ns())
+        if pressed:
+            self.estop(self._combo_name, latched=True)
 
-    def _on_lowcmd(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
+    def _on_lowcmd(self, payload: bytes, _stamp_ns: int, writer: int) -> None:
         try:
             damping = lowcmd_is_damping(LOWCMD_WIRE.from_cdr(payload))
         except ValueError:
             return  # malformed: not a command the robot would apply, so not a sign of life
+        participant = self._lowcmd_reader.participant_of(writer)
         with self._lock:
-            pending = bool(self.watchdog.estop_since_ns)
-            self.watchdog.lowcmd_seen(time.monotonic_ns(), damping)
-            confirmed = pending and not self.watchdog.estop_since_ns
-        if confirmed:
-            self.node.get_logger().info("e-stop confirmed: the deploy node sends damping")
+            self.core.on_lowcmd(participant, damping, time.monotonic_ns())
 
-    def _on_beat(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
-        """Each beat of the deploy node's control loop is answered with a grant while watching."""
+    def _on_beat(self, payload: bytes, _stamp_ns: int, writer: int) -> None:
+        """Each beat of the deploy node's control loop is answered at once (a grant or nothing)."""
         try:
             beat = decode_beat(payload)
         except ValueError:
             return
-        now = time.monotonic_ns()
-        with self._lock:
-            if not self.watchdog.beat_received(beat, now):
-                return
-            pending = bool(self.watchdog.estop_since_ns)
-            state = Supervision.ESTOP if pending else Supervision.WATCHING
-            self._send_grant(Grant(state, beat.session, beat.seq, self.watchdog.lease_ns,
-                                   self.estop_source if pending else "", self.estops))
-            self.watchdog.grant_sent(now)
-
-    def _send_grant(self, grant: Grant) -> None:
-        self._grants.write(encode_grant(grant))
-
-    def _on_deploy_process(self, msg: Any) -> None:
-        """``host:pid`` of a (re)started deploy process: watch it for exit when on this host."""
-        host, _, pid = msg.data.rpartition(":")
-        if host != socket.gethostname() or not pid.isdigit():
-            return  # another machine: silence detection only
-        try:
-            pidfd = os.pidfd_open(int(pid))
-        except OSError as exc:  # already gone, or no pidfd support
-            self.node.get_logger().warning(f"cannot watch deploy process {pid}: {exc}")
+        participant = self._beat_reader.participant_of(writer)
+        if self.failed is not None:
             return
-        self.node.get_logger().info(f"watching deploy process {pid} for exit")
         with self._lock:
-            self.watchdog.new_deploy_process()
-        threading.Thread(target=self._wait_exit, args=(pidfd, int(pid)), name="asap-deploy-exit", daemon=True).start()
+            grant = self.core.on_beat(beat, participant, time.monotonic_ns())
+            if grant is not None:
+                self._grants.write(encode_grant(grant))
+            deploy = self.core.deploy
+        if deploy is not None and deploy.pid != self._watched_pid and deploy.host == self.core.host:
+            self._watch_exit(deploy.pid)
 
-    def _wait_exit(self, pidfd: int, pid: int) -> None:
-        select.select([pidfd], [], [])  # readable once the process has exited
-        os.close(pidfd)
+    def _on_grant(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
+        try:
+            grant = decode_grant(payload)
+        except ValueError:
+            return
         with self._lock:
-            self.watchdog.exited = f"deploy process {pid} exited"
-        self._wake.set()
+            self.core.on_grant(grant, time.monotonic_ns())
+
+    def _watch_exit(self, pid: int) -> None:
+        """Watch the deploy process on this host for exit (a pidfd is readable once it exited)."""
+        self._watched_pid = pid
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError as exc:  # already gone, or no pidfd support
+            self._log.append(("warning", f"cannot watch deploy process {pid}: {exc}"))
+            return
+        self._log.append(("info", f"watching deploy process {pid} for exit"))
+
+        def wait() -> None:
+            select.select([pidfd], [], [])
+            os.close(pidfd)
+            with self._lock:
+                self.core.on_exit(pid, time.monotonic_ns())
+
+        threading.Thread(target=self._guarded("exit watch", wait), name="asap-deploy-exit", daemon=True).start()
 
     def _on_estop_service(self, _request: Any, response: Any) -> Any:
         forwarded = self.estop("~/estop service")
@@ -221,40 +260,40 @@ class SupervisorNode:
         response.success = True
         response.message = (f"e-stop forwarded to {target}" if forwarded else f"{target} not reachable") + (
             f"; damping expected on rt/lowcmd within {self.params['estop_obey_ms']:g} ms, else the supervisor "
-            f"streams it (supervisor {self.state})")
+            f"streams it (supervisor {self.core.describe()})")
         return response
 
     def _on_reset_service(self, _request: Any, response: Any) -> Any:
         with self._lock:
-            if self.state != TAKEOVER:
-                response.success, response.message = True, "not streaming damping; nothing to reset"
-                return response
-            refusal = self.watchdog.release_refusal(time.monotonic_ns())
-            if refusal is not None:
-                response.success = False
-                response.message = f"reset refused: {refusal}; damping continues"
-                return response
-            self.state, self.reason = WATCHING, ""
-            self.watchdog.release(self._last_write_ns)
+            before = self.core.authority, self.core.estop_reason
+            refusal = self.core.reset(time.monotonic_ns())
+        if refusal is not None:
+            response.success, response.message = False, f"reset refused: {refusal}; damping continues"
+        elif before == (Authority.WATCHING, None):
+            response.success, response.message = True, "not streaming damping and no e-stop held; nothing to reset"
+        else:
             self._forward_pending = False
-            self._send_grant(Grant(Supervision.WATCHING, 0, 0, self.watchdog.lease_ns, "", self.estops))
-        self._publish_state()
-        response.success, response.message = True, "stopped streaming damping; the deploy node may write again"
+            response.success = True
+            response.message = ("e-stop released; " if before[1] else "") + (
+                "handing rt/lowcmd back: the deploy node may write again" if before[0] is Authority.TAKEOVER
+                else "the deploy node may be reset")
+        self._log.append(("info" if response.success else "warning", f"~/reset: {response.message}"))
+        self._publish()
         return response
 
-    def estop(self, source: str) -> bool:
-        """E-stop from any source: in the next grant and forwarded to the deploy node (True if it
-        was reachable now; else retried until it acknowledges); damping must follow on rt/lowcmd
-        within ``estop_obey_ms``."""
-        self.node.get_logger().warning(f"e-stop from {source}")
-        with self._lock:
-            if self.state == TAKEOVER:
-                return False  # already streaming damping; the takeover holds every deploy process
-            self.watchdog.estop_requested(time.monotonic_ns())
-            self.estop_source = f"e-stop from {source}"
-            self.estops += 1
-            self._forward_pending = True
-        self._wake.set()
+    def estop(self, source: str, republish: bool = True, latched: bool = False) -> bool:
+        """E-stop from any source: held at the supervisor (a SECONDARY republishes it on the
+        ``estop`` topic for the one with authority) and forwarded to the deploy node (True if it
+        was reachable now; else retried until it acknowledges)."""
+        self._log.append(("warning", f"e-stop from {source}"))
+        if not latched:
+            with self._lock:
+                held = self.core.estop(source, time.monotonic_ns())
+            if not held and republish:
+                from std_msgs.msg import Empty
+
+                self._estop_pub.publish(Empty())
+        self._forward_pending = True
         return self._forward()
 
     def _forward(self) -> bool:
@@ -265,7 +304,6 @@ class SupervisorNode:
         with self._lock:
             if self._forward_in_flight():
                 return True
-            self._forward_sent_s = time.monotonic()
             future = self._forward_future = self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
         future.add_done_callback(self._on_forward_done)  # may run at once: outside the lock
         return True
@@ -275,21 +313,13 @@ class SupervisorNode:
         return future is not None and not (future.done() or future.cancelled())
 
     def _on_forward_done(self, future: Any) -> None:
-        response = future.result()
-        if response is not None and response.success:
-            with self._lock:
-                self._forward_pending = False
+        self._forward_pending = False  # answered: applied, or refused by a node that is damping already
 
     def _retry_forward(self) -> None:
-        """Re-send an unacknowledged e-stop (watchdog thread, every ``FORWARD_RETRY_S``)."""
-        if not self._forward_pending or self.state == TAKEOVER:
-            return
-        waited_s = time.monotonic() - self._forward_sent_s
-        in_flight = self._forward_in_flight()
-        if in_flight and waited_s >= self.FORWARD_TIMEOUT_S:
-            self._forward_future.cancel()  # request or response lost: send again
-            in_flight = False
-        if not in_flight and waited_s >= self.FORWARD_RETRY_S:
+        """Send an e-stop whose forward found no deploy node yet (watchdog thread)."""
+        if self._forward_pending and not self._forward_in_flight() \
+                and time.monotonic() - self._forward_sent_s >= self.FORWARD_RETRY_S:
+            self._forward_sent_s = time.monotonic()
             self._forward()
 
     # --- watchdog thread -----------------------------------------------------------------
@@ -298,81 +328,67 @@ class SupervisorNode:
         collection (as in :meth:`asap_ros.runtime.control_loop.ControlLoop.start`) so no collection
         stalls a takeover."""
         gc.freeze()
-        self._thread.start()
-        self._robot_thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
-        self._thread.join(2.0)
-        self._robot_thread.join(2.0)
-        for endpoint in (self._beat_reader, self._lowcmd_reader, self._lowstate):
+        for thread in self._threads:
+            thread.join(2.0)
+        for endpoint in (self._beat_reader, self._lowcmd_reader, self._grant_reader, self._lowstate):
             endpoint.close()
 
     def _run(self) -> None:
+        """The core's step every write period: send the grant it asks for, then write damping."""
         refused = run_realtime(self.params["realtime_priority"])
         if refused:
-            self.node.get_logger().warning(f"watchdog thread: {refused}")
-        repeat_at = 0.0
-        while not self._stop.is_set():
+            self._log.append(("warning", f"watchdog thread: {refused}"))
+        next_ns = time.monotonic_ns()
+        while not self._stop.is_set() and self.failed is None:
             self._retry_forward()
-            if self.state == TAKEOVER:
-                if time.monotonic() >= repeat_at:
-                    repeat_at = time.monotonic() + self.TAKEOVER_REPEAT_S
-                    self._send_grant(Grant(Supervision.TAKEOVER, 0, 0, self.watchdog.lease_ns, self.reason))
-                with self._lock:
-                    first_write_ns = self.watchdog.first_write_ns()
-                if time.monotonic_ns() >= first_write_ns:
-                    self._write_damping()
-                    self._stop.wait(self._period_s)
-                else:  # the deploy node may still write: wait for its lease to run out, or its word
-                    self._stop.wait(min(self._period_s, (first_write_ns - time.monotonic_ns()) / 1e9))
-                continue
-            now = time.monotonic_ns()
             with self._lock:
-                reason = self.watchdog.due_reason(now)
-                next_ns = self.watchdog.next_check_ns(now, self.IDLE_CHECK_NS)
-            if reason is not None and not self.watchdog.exited:
-                self._stop.wait(self.RECHECK_S)
-                with self._lock:
-                    reason = self.watchdog.due_reason(time.monotonic_ns())
-            if reason is not None:
-                self._take_over(reason)
-                repeat_at = time.monotonic() + self.TAKEOVER_REPEAT_S
-                continue
-            timeout_s = max(0.0, (next_ns - time.monotonic_ns()) / 1e9)
-            self._wake.wait(min(timeout_s, self.FORWARD_RETRY_S) if self._forward_pending else timeout_s)
-            self._wake.clear()
-
-    def _take_over(self, reason: str) -> None:
-        """Stop granting and tell every deploy process, before anything slow (logging)."""
-        with self._lock:
-            self.state, self.reason = TAKEOVER, reason
-            self.watchdog.take_over()
-            self._forward_pending = False  # the TAKEOVER grant holds every deploy process
-        self._send_grant(Grant(Supervision.TAKEOVER, 0, 0, self.watchdog.lease_ns, reason))
-        self.node.get_logger().error(f"taking over rt/lowcmd with damping: {reason}")
-        self._publish_state()
-
-    def _write_damping(self) -> None:
-        if self._mode_machine is None:
-            return  # never heard the robot: a LowCmd needs its mode_machine
-        self._writer.write(self._encoder.encode_cdr(self._damping, self._mode_machine))
-        self._last_write_ns = time.monotonic_ns()
-        self.lowcmd_writes += 1
+                tick = self.core.step(time.monotonic_ns())
+                if tick.grant is not None:
+                    self._grants.write(encode_grant(tick.grant))
+                if tick.write and self._mode_machine is not None:  # a LowCmd needs the robot's mode_machine
+                    self._writer.write(self._encoder.encode_cdr(self._damping, self._mode_machine))
+                    self.core.wrote(time.monotonic_ns())
+                    self.lowcmd_writes += 1
+            next_ns = max(next_ns + self.core.timing.write_period_ns, time.monotonic_ns())
+            self._stop.wait(max(0.0, min(tick.next_ns, next_ns) - time.monotonic_ns()) / 1e9)
 
     # --- outputs ---------------------------------------------------------------------------
-    def _publish_state(self) -> None:
-        from std_msgs.msg import String
+    def state_line(self) -> str:
+        return f"FAILED: {self.failed}" if self.failed else self.core.describe()
 
-        self._state_pub.publish(String(data=f"{self.state}: {self.reason}" if self.reason else self.state))
+    def _publish(self) -> None:
+        """State and write count when changed; the core's events and the threads' notes logged."""
+        from std_msgs.msg import String, UInt64
 
-    def _publish_writes(self) -> None:
-        from std_msgs.msg import UInt64
+        with self._lock:
+            events = self.core.drain_events()
+            line = self.state_line()
+        logger = self.node.get_logger()
+        for text in events:
+            _log(logger, "error" if text.startswith("taking over") else "info", text)
+        while self._log:
+            _log(logger, *self._log.popleft())
+        now = (line, self.lowcmd_writes)
+        if self._published is None or now[0] != self._published[0]:
+            self._state_pub.publish(String(data=line))
+        if self._published is None or now[1] != self._published[1]:
+            self._writes_pub.publish(UInt64(data=now[1]))
+        self._published = now
 
-        if self.lowcmd_writes != self._published_writes:
-            self._published_writes = self.lowcmd_writes
-            self._writes_pub.publish(UInt64(data=self._published_writes))
+
+def _log(logger: Any, severity: str, text: str) -> None:
+    """One line at ``severity`` (rclpy refuses a call site whose severity changes: one site each)."""
+    if severity == "error":
+        logger.error(text)
+    elif severity == "warning":
+        logger.warning(text)
+    else:
+        logger.info(text)
 
 
 def watch_terminal(supervisor: SupervisorNode) -> None:
@@ -385,7 +401,7 @@ def watch_terminal(supervisor: SupervisorNode) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console script ``asap_supervisor``."""
     import rclpy
-    from rclpy.executors import ExternalShutdownException
+    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
     if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], SUPERVISOR_PARAMS, config_file("supervisor.yaml")):
         return 0
@@ -401,13 +417,16 @@ def main(argv: list[str] | None = None) -> int:
     supervisor.start()
     if supervisor.params["terminal_estop"] and sys.stdin is not None and sys.stdin.isatty():
         threading.Thread(target=watch_terminal, args=(supervisor,), name="asap-terminal", daemon=True).start()
+    executor = MultiThreadedExecutor(num_threads=2)
+    executor.add_node(node)
     try:
-        rclpy.spin(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         supervisor.stop()
         print(f"{NODE_NAME}: {supervisor.lowcmd_writes} rt/lowcmd writes", file=sys.stderr)
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

@@ -1,15 +1,17 @@
-"""The ``rt/lowcmd`` lease (:mod:`asap_ros.runtime.lease`) on DDS.
+"""The ``rt/lowcmd`` lease (:mod:`asap_ros.core.lease`) on DDS.
 
 ``rt/asap/deploy_beat`` (:class:`DeployBeat_`, best effort): one per control step from the
 deploy node's control thread. ``rt/asap/supervisor_grant`` (:class:`SupervisorGrant_`,
-reliable, transient-local, keep-last 1): the supervisor's answer to each beat, and its
-takeover for any deploy process that starts later. Both travel on the robot's DDS domain
-beside ``rt/lowcmd``, as raw XCDR1 packed and unpacked here with :mod:`struct` (no Python
-serialiser on the control thread); the IDL structs say what peers see.
+reliable, transient-local, keep-last 8): the supervisors' answers to each beat, and a TAKEOVER
+for any deploy process that starts later. Both travel on the robot's DDS domain beside
+``rt/lowcmd``, as raw XCDR1 packed and unpacked here with :mod:`struct` (no Python serialiser on
+the control thread); the IDL structs say what peers see.
 (No ``from __future__ import annotations``: cyclonedds resolves the field types at run time.)
 """
 
+import hashlib
 import os
+import socket
 import struct
 from dataclasses import dataclass
 
@@ -20,18 +22,37 @@ from cyclonedds.idl import IdlStruct
 from cyclonedds.qos import Qos
 from cyclonedds.util import duration
 
+from asap_ros.core.lease import Beat, BeatFlag, Grant, Supervision, Verdict, WriteLease
 from asap_ros.core.state_machine import Mode
-from asap_ros.runtime.lease import Grant, Supervision, Verdict, WriteLease
+
+__all__ = [
+    "BEAT_QOS",
+    "BEAT_TOPIC",
+    "GRANT_QOS",
+    "GRANT_TOPIC",
+    "DeployBeat_",
+    "LowCmdArbiter",
+    "SupervisorGrant_",
+    "decode_beat",
+    "decode_grant",
+    "encode_beat",
+    "encode_grant",
+    "host_id",
+    "new_session",
+]
 
 BEAT_TOPIC = "rt/asap/deploy_beat"
 GRANT_TOPIC = "rt/asap/supervisor_grant"
 MODES = tuple(Mode)
 """Wire code of a mode: its index here."""
+GRANT_DEPTH = 8
+"""Grants kept for the deploy node's next step: every supervisor's, so the one it obeys is never
+crowded out by another's (it takes them all, each step)."""
 
 GRANT_QOS = Qos(
     Policy.Reliability.Reliable(duration(milliseconds=100)),
     Policy.Durability.TransientLocal,
-    Policy.History.KeepLast(1),
+    Policy.History.KeepLast(GRANT_DEPTH),
 )
 BEAT_QOS = Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(1))
 
@@ -43,28 +64,33 @@ class DeployBeat_(IdlStruct, typename="asap_ros.msg.dds_.DeployBeat_"):
     """Random id of the deploy process."""
     seq: types.uint64
     """Control step counter of that process."""
+    supervisor: types.uint64
+    """Session of the supervisor it obeys (0: none)."""
+    host: types.uint64
+    """Hash of its host name (:func:`host_id`)."""
+    pid: types.uint32
     mode: types.uint8
     """Controller mode after the step (index into :data:`MODES`)."""
-    yielded: bool
-    """The supervisor's takeover has been seen: this process writes nothing until handed back."""
+    flags: types.uint8
+    """:class:`~asap_ros.core.lease.BeatFlag` bits."""
 
 
 @dataclass
 @annotate.final
 class SupervisorGrant_(IdlStruct, typename="asap_ros.msg.dds_.SupervisorGrant_"):
     state: types.uint8
-    """:class:`~asap_ros.runtime.lease.Supervision` value."""
+    """:class:`~asap_ros.core.lease.Supervision` value."""
+    supervisor: types.uint64
+    """Session of the granting supervisor."""
     session: types.uint64
     seq: types.uint64
     lease_ns: types.int64
-    estop: types.uint32
-    """Count of the supervisor's e-stops (see :attr:`asap_ros.runtime.lease.Grant.estop`)."""
     reason: str
 
 
 _ENCAPSULATION = b"\x00\x01"  # XCDR1, little endian; then 2 option bytes: the padding count
-_BEAT = struct.Struct("<QQB?")
-_GRANT = struct.Struct("<B7xQQqII")
+_BEAT = struct.Struct("<QQQQIBB")
+_GRANT = struct.Struct("<B7xQQQqI")
 
 
 def _sample(body: bytes) -> bytes:
@@ -80,16 +106,9 @@ def _body(payload: bytes, what: str, least: int) -> bytes:
     return body
 
 
-@dataclass(frozen=True)
-class Beat:
-    session: int
-    seq: int
-    mode: Mode
-    yielded: bool
-
-
 def encode_beat(beat: Beat) -> bytes:
-    return _sample(_BEAT.pack(beat.session, beat.seq, MODES.index(beat.mode), beat.yielded))
+    return _sample(_BEAT.pack(beat.session, beat.seq, beat.supervisor, beat.host, beat.pid,
+                              MODES.index(beat.mode), int(beat.flags)))
 
 
 def decode_beat(payload: bytes) -> Beat:
@@ -97,83 +116,94 @@ def decode_beat(payload: bytes) -> Beat:
     body = _body(payload, "DeployBeat_", _BEAT.size)
     if len(body) != _BEAT.size:
         raise ValueError(f"not a DeployBeat_ sample ({len(payload)} bytes)")
-    session, seq, mode, yielded = _BEAT.unpack(body)
+    session, seq, supervisor, host, pid, mode, flags = _BEAT.unpack(body)
     if mode >= len(MODES):
         raise ValueError(f"DeployBeat_ mode code {mode} unknown")
-    return Beat(session, seq, MODES[mode], yielded)
+    if flags & ~int(BeatFlag(31)):
+        raise ValueError(f"DeployBeat_ flags 0x{flags:02x} unknown")
+    return Beat(session, seq, MODES[mode], supervisor, BeatFlag(flags), pid, host)
 
 
 def encode_grant(grant: Grant) -> bytes:
     reason = grant.reason.encode() + b"\x00"
-    return _sample(_GRANT.pack(int(grant.state), grant.session, grant.seq, grant.lease_ns, grant.estop, len(reason))
-                   + reason)
+    return _sample(_GRANT.pack(int(grant.state), grant.supervisor, grant.session, grant.seq, grant.lease_ns,
+                               len(reason)) + reason)
 
 
 def decode_grant(payload: bytes) -> Grant:
     """ValueError on a sample that is not a :class:`SupervisorGrant_`."""
     body = _body(payload, "SupervisorGrant_", _GRANT.size)
-    state, session, seq, lease_ns, estop, length = _GRANT.unpack_from(body)
+    state, supervisor, session, seq, lease_ns, length = _GRANT.unpack_from(body)
     reason = body[_GRANT.size:]
     if length < 1 or len(reason) != length or reason[-1] != 0:
         raise ValueError("SupervisorGrant_ reason is malformed")
+    if supervisor == 0 or lease_ns <= 0:
+        raise ValueError(f"SupervisorGrant_ names no supervisor or no lease (supervisor {supervisor}, lease {lease_ns} ns)")
     try:
-        return Grant(Supervision(state), session, seq, lease_ns, reason[:-1].decode(), estop)
+        return Grant(Supervision(state), supervisor, session, seq, lease_ns, reason[:-1].decode())
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"SupervisorGrant_ is malformed: {exc}") from exc
 
 
 def new_session() -> int:
-    """A random, non-zero 63-bit id for this deploy process."""
+    """A random, non-zero 63-bit id for this process (deploy node or supervisor)."""
     return int.from_bytes(os.urandom(8), "little") >> 1 or 1
 
 
+def host_id(hostname: str | None = None) -> int:
+    """A 64-bit hash of the host name: a supervisor watches the deploy process for exit only on
+    the same host."""
+    name = socket.gethostname() if hostname is None else hostname
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+
+
 class LowCmdArbiter:
-    """Deploy side: one beat per control step, the newest grant, a verdict before each write.
+    """Deploy side: every grant taken and a verdict at the start of each control step, the write
+    permission checked at the instant of each write, one beat after each step.
 
     Call :meth:`verdict` and :meth:`beat` from the control thread only; :meth:`allows_write`,
-    :meth:`refusal` and :meth:`operator_reset` from any.
-    Needs :func:`asap_ros.dds.init_channels` first.
+    :meth:`refusal` and :meth:`reset_refusal` from any (they read the newest verdict).
+    Needs :func:`asap_ros.runtime.dds.init_channels` first.
     """
 
-    def __init__(self, damping_margin_ns: int) -> None:
+    def __init__(self, period_ns: int) -> None:
         from asap_ros.runtime.dds import PolledReader, RawWriter
 
-        self.lease = WriteLease(new_session(), damping_margin_ns)
+        self.lease = WriteLease(new_session(), period_ns)
         self._beats = RawWriter(BEAT_TOPIC, DeployBeat_, BEAT_QOS)
         self._grants = PolledReader(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS)
-        self._grant_payload: bytes | None = None
         self._seq = 0
+        self._pid = os.getpid()
+        self._host = host_id()
         self.malformed_grants = 0
-        self._last = Verdict(False)
 
     def verdict(self, now_ns: int) -> Verdict:
-        payload = self._grants.newest()[0]
-        if payload is not None and payload is not self._grant_payload:
-            self._grant_payload = payload
+        for payload in self._grants.take_all():
             try:
-                self.lease.receive(decode_grant(payload))
+                self.lease.receive(decode_grant(payload), now_ns)
             except ValueError:
                 self.malformed_grants += 1
-        self._last = self.lease.verdict(now_ns)
-        return self._last
+        return self.lease.verdict(now_ns)
 
-    def beat(self, mode: Mode, now_ns: int) -> None:
+    def beat(self, mode: Mode, now_ns: int, wrote: bool, hears_robot: bool) -> None:
         """One beat, sent at ``now_ns`` (the control loop's monotonic clock)."""
         self._seq += 1
-        self.lease.beat(self._seq, now_ns)
-        self._beats.write(encode_beat(Beat(self.lease.session, self._seq, mode, self.lease.yielded)))
+        lease = self.lease
+        lease.beat(self._seq, now_ns)
+        flags = lease.beat_flags(wrote, hears_robot)
+        self._beats.write(encode_beat(Beat(lease.session, self._seq, mode, lease.supervisor, flags, self._pid, self._host)))
 
     def allows_write(self, now_ns: int) -> bool:
-        """Whether a write now stays within the lease (:meth:`WriteLease.allows_write`)."""
+        """Whether a write at ``now_ns`` stays within the newest verdict's lease."""
         return self.lease.allows_write(now_ns)
-
-    def operator_reset(self) -> None:
-        """The controller left DAMPING on an operator Reset (any thread)."""
-        self.lease.operator_reset(self._seq)
 
     def refusal(self) -> str | None:
         """Why Stand/Start must be refused now, as of the latest control step."""
-        return self._last.refusal
+        return self.lease.last_verdict.refusal
+
+    def reset_refusal(self) -> str | None:
+        """Why Reset must be refused now (a held e-stop, a takeover, no supervisor)."""
+        return self.lease.last_verdict.reset_refusal
 
     def close(self) -> None:
         self._beats.close()

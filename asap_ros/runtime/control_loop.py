@@ -1,11 +1,12 @@
 """The real-time control thread: absolute deadlines around the pure :class:`Controller`.
 
-One step: wake on the deadline, take the newest ``LowState`` that arrived after it (waiting
-at most ``state_wait_s``), decode, ``Controller.step``, encode and write the ``LowCmd``.
-Samples travel as raw XCDR1 bytes both ways (:class:`asap_ros.runtime.dds.RawReader` /
-:class:`~asap_ros.runtime.dds.RawWriter`): the SDK's Python (de)serialiser (~0.5 ms) never runs here.
-Nothing slow runs here: each step leaves a :class:`StepRecord` in a bounded queue that a
-second thread hands to the sinks (DDS/ROS publishers, statistics).
+Real-time contract of one step (as ros2_control's ``update(time, period)``): wake on the
+deadline, take the newest ``LowState`` (waiting at most ``state_wait_s``, only when none arrived
+since the previous step), decode, ``Controller.step``, encode and write the ``LowCmd``. Bounded
+work, no I/O but the DDS write, no allocation beyond the step's arrays; nothing slow runs here:
+each step leaves a :class:`StepRecord` in a bounded queue that a second thread hands to the
+sinks. Samples travel as raw XCDR1 bytes both ways (:class:`asap_ros.runtime.dds.PolledReader` /
+:class:`~asap_ros.runtime.dds.RawWriter`): the SDK's Python (de)serialiser never runs here.
 
 An e-stop never waits for a step: :meth:`ControlLoop.request` latches it and writes the damping
 LowCmd itself; from then on nothing but damping is written until an accepted Reset, and the
@@ -15,9 +16,11 @@ then on (:attr:`ControlLoop.fatal_error`). Durations come from the monotonic clo
 loop's :class:`~asap_ros.runtime.clock.Clock`; system time only stamps records.
 
 With an arbiter (the rt/lowcmd lease, :mod:`asap_ros.runtime.arbitration`) every write, the
-step's, the e-stop's and the last resort's damping alike, goes out only while the lease allows
-it (a supervisor takeover: nothing is written), and a fault in the lease's verdict latches
-DAMPING like an e-stop.
+step's, the e-stop's and the last resort's damping alike, is checked against the lease at the
+instant of the write, under the lock that serialises writes: a step that outlived its lease
+(a slow actor, a stall between its verdict and its write) writes nothing and latches DAMPING.
+A fault in the lease's verdict latches DAMPING like an e-stop; when the supervisor has gone
+silent the verdict makes the loop stream damping on its own.
 """
 
 from __future__ import annotations
@@ -38,13 +41,13 @@ import numpy as np
 
 from asap_ros.core.controller import Controller, StepOutput
 from asap_ros.core.errors import ConfigError, RejectedRequest
+from asap_ros.core.lease import Verdict, Writer
 from asap_ros.core.state import RobotState
 from asap_ros.core.state_machine import EStop, Mode, Reset, Transition, describe
 from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
 from asap_ros.runtime.clock import SYSTEM_CLOCK, Clock
 from asap_ros.runtime.fault_injection import FaultInjection
-from asap_ros.runtime.lease import Verdict
-from asap_ros.runtime.scheduling import run_realtime
+from asap_ros.runtime.scheduling import name_os_thread, run_realtime
 
 Sink = Callable[["StepRecord"], None]
 CONTROL_THREAD = "asap-control"
@@ -84,19 +87,18 @@ class StepRecord:
 
 
 class Arbiter(Protocol):
-    """Whether this process may write rt/lowcmd now (:class:`asap_ros.runtime.arbitration.LowCmdArbiter`).
+    """Whether this process may write rt/lowcmd (:class:`asap_ros.runtime.arbitration.LowCmdArbiter`).
 
-    :meth:`verdict` and :meth:`beat` are called from the control thread only; :meth:`allows_write`
-    (read-only) and :meth:`operator_reset` from any thread.
+    :meth:`verdict` (at the start of a step) and :meth:`beat` (after it) are called from the
+    control thread only; :meth:`allows_write` (read-only: the newest verdict's lease) from any
+    thread, under the loop's write lock, at the instant of each write.
     """
 
     def verdict(self, now_ns: int) -> Verdict: ...
 
-    def beat(self, mode: Mode, now_ns: int) -> None: ...
+    def beat(self, mode: Mode, now_ns: int, wrote: bool, hears_robot: bool) -> None: ...
 
     def allows_write(self, now_ns: int) -> bool: ...
-
-    def operator_reset(self) -> None: ...
 
 
 class StateSource(Protocol):
@@ -170,35 +172,89 @@ def existing_cpu(cpu: int) -> int:
     return cpu
 
 
-class TimingStats:
-    """Fixed-size rings of step latency and compute time, and the deadline-miss count."""
+@dataclass(frozen=True)
+class Percentiles:
+    """p50, p99 and max of one timing, microseconds."""
+
+    p50_us: float
+    p99_us: float
+    max_us: float
+
+
+@dataclass(frozen=True)
+class LoopStats:
+    """The control loop's statistics at one instant (:meth:`ControlLoop.stats`)."""
+
+    steps: int
+    """Steps run (each left a :class:`StepRecord`)."""
+    written: int
+    withheld: int
+    """Steps whose LowCmd the lease withheld (a takeover, no grant, a lease outlived)."""
+    outlived_lease: int
+    """Steps whose lease ran out between their verdict and their write (each latched DAMPING)."""
+    late_steps: int
+    """Steps finished more than ``late_after_s`` past their deadline."""
+    longest_late_run: int
+    skipped_periods: int
+    decode_errors: int
+    write_errors: int
+    last_write_error: str | None
+    dropped_records: int
+    latency: Percentiles | None
+    """LowState taken -> LowCmd written, over the retained steps that wrote one built from a state."""
+    compute: Percentiles | None
+    """Wake-up -> LowCmd written, same steps."""
+    wake_late: Percentiles | None
+    """Wake-up minus deadline, every retained step (what the machine does to the thread)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat keys for diagnostics and run summaries (``deadline_misses``, ``latency_p99_us``, ...)."""
+        flat: dict[str, Any] = {
+            "steps": self.steps, "written": self.written, "withheld": self.withheld,
+            "outlived_lease": self.outlived_lease, "deadline_misses": self.late_steps,
+            "longest_late_run": self.longest_late_run, "skipped_periods": self.skipped_periods,
+            "decode_errors": self.decode_errors, "write_errors": self.write_errors,
+            "dropped_records": self.dropped_records,
+        }  # fmt: skip
+        for name, value in (("latency", self.latency), ("compute", self.compute), ("wake_late", self.wake_late)):
+            if value is not None:
+                flat.update({f"{name}_p50_us": value.p50_us, f"{name}_p99_us": value.p99_us,
+                             f"{name}_max_us": value.max_us})
+        return flat
+
+
+class _Timing:
+    """Fixed-size rings and counters behind :class:`LoopStats` (control thread writes, others read)."""
 
     def __init__(self, capacity: int = 1 << 16) -> None:
         self.latency_ns = np.zeros(capacity, dtype=np.int64)
         self.compute_ns = np.zeros(capacity, dtype=np.int64)
-        self.count = 0
-        self.deadline_misses = 0
-        self.skipped_periods = 0
+        self.wake_late_ns = np.zeros(capacity, dtype=np.int64)
+        self.timed = 0
+        self.woken = 0
+        self.late_steps = self.late_run = self.longest_late_run = self.skipped_periods = 0
 
-    def add(self, latency_ns: int, compute_ns: int) -> None:
-        i = self.count % len(self.latency_ns)
-        self.latency_ns[i] = latency_ns
-        self.compute_ns[i] = compute_ns
-        self.count += 1
+    def woke(self, late_ns: int) -> None:
+        self.wake_late_ns[self.woken % len(self.wake_late_ns)] = late_ns
+        self.woken += 1
 
-    def summary(self) -> dict[str, float]:
-        """Percentiles in microseconds over the retained steps (those built from a LowState)."""
-        n = min(self.count, len(self.latency_ns))
-        result: dict[str, float] = {
-            "steps": self.count,
-            "deadline_misses": self.deadline_misses,
-            "skipped_periods": self.skipped_periods,
-        }
-        if n:
-            for name, ring in (("latency", self.latency_ns), ("compute", self.compute_ns)):
-                p50, p99, pmax = np.percentile(ring[:n], [50, 99, 100]) / 1e3
-                result.update({f"{name}_p50_us": p50, f"{name}_p99_us": p99, f"{name}_max_us": pmax})
-        return result
+    def step(self, latency_ns: int, compute_ns: int) -> None:
+        i = self.timed % len(self.latency_ns)
+        self.latency_ns[i], self.compute_ns[i] = latency_ns, compute_ns
+        self.timed += 1
+
+    def finished(self, late: bool) -> None:
+        self.late_run = self.late_run + 1 if late else 0
+        self.late_steps += late
+        self.longest_late_run = max(self.longest_late_run, self.late_run)
+
+    @staticmethod
+    def percentiles(ring: np.ndarray, count: int) -> Percentiles | None:
+        n = min(count, len(ring))
+        if not n:
+            return None
+        p50, p99, pmax = np.percentile(ring[:n], [50, 99, 100]) / 1e3
+        return Percentiles(float(p50), float(p99), float(pmax))
 
 
 class ControlLoop:
@@ -209,14 +265,15 @@ class ControlLoop:
     input (``PolledReader("rt/lowstate", LowState_)`` on DDS; default a :class:`LatestState`
     to ``put`` samples into). ``period_s`` defaults to the actors' ``control_dt`` and must match
     it. ``last_state`` is the newest decoded state, for publishers on other threads (read it,
-    never mutate it).
+    never mutate it). ``fault_injection`` (test support, :mod:`asap_ros.runtime.fault_injection`)
+    is None in operation.
 
     Two locks: the step lock, held while the controller computes a step (and while it applies
-    an operator request), and the small write lock around each ``write_lowcmd``. An e-stop
-    takes only the write lock (:meth:`request`). An exception escaping a step latches DAMPING
-    for good (:attr:`fatal_error`) and the loop streams damping every period while the writer
-    works. ``arbiter`` (optional): the rt/lowcmd lease every write goes through; a withheld
-    write still leaves a StepRecord (``written`` False), a failed one none.
+    an operator request), and the small write lock around each ``write_lowcmd`` and the lease
+    check just before it. An e-stop takes only the write lock (:meth:`request`). An exception
+    escaping a step latches DAMPING for good (:attr:`fatal_error`) and the loop streams damping
+    every period while the writer works. ``arbiter`` (optional): the rt/lowcmd lease; a
+    withheld write still leaves a StepRecord (``written`` False), a failed one none.
     """
 
     def __init__(
@@ -237,28 +294,26 @@ class ControlLoop:
         period_s = control_period_s(controller, period_s)
         check_control_rate(1.0 / period_s, controller, "ControlLoop", "1 / period_s")
         self.controller = controller
-        self.fault_injection = fault_injection if fault_injection is not None else FaultInjection.from_env()
+        self.fault_injection = fault_injection
         """Test support (:mod:`asap_ros.runtime.fault_injection`); None in operation."""
-        self.clock = clock if self.fault_injection is None else self.fault_injection.clock(clock)
+        self.clock = clock if fault_injection is None else fault_injection.clock(clock)
         self.states = states if states is not None else LatestState(self.clock)
-        self.stats = TimingStats()
         self.mocap_stamp_ns = 0
         self.last_state: RobotState | None = None
-        self.decode_errors = 0
         self.fatal_error: str | None = None
         """Why the control loop stopped running the controller (an exception escaped a step, or
         the thread ended); DAMPING is streamed from then on and no request but EStop is accepted."""
-        self.write_errors = 0
-        self.last_write_error: str | None = None
         self._write = write_lowcmd
         self._arbiter = arbiter
-        self.withheld = 0
-        """Steps whose LowCmd the arbiter withheld."""
+        self._timing = _Timing()
+        self._written = self._withheld = self._outlived = self._decode_errors = self._write_errors = 0
+        self._last_write_error: str | None = None
         self._encoder = LowCmdEncoder()
         self._damping_encoder = LowCmdEncoder()
         self._damping = controller.damping_command
         self._damping_payload: bytes | None = None
         """The damping LowCmd for the robot's mode_machine, encoded in advance for the e-stop."""
+        self._max_state_age_ns = int(controller.config.safety.max_state_age_ms * 1e6)
         self._period_ns = int(round(period_s * 1e9))
         self._state_wait_s = state_wait_s
         self._late_after_ns = int(late_after_s * 1e9)
@@ -267,8 +322,8 @@ class ControlLoop:
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._damping_only = False
-        """Set by an e-stop (and a fatal error), under the write lock: nothing but damping is
-        written until an accepted Reset."""
+        """Set by an e-stop (a fatal error, an outlived lease), under the write lock: nothing but
+        damping is written until an accepted Reset."""
         self._pending_estop: EStop | None = None
         self._fatal_output: StepOutput | None = None
         self._last_damping = controller.mode is Mode.DAMPING
@@ -281,14 +336,16 @@ class ControlLoop:
         self._threads: list[threading.Thread] = []
         self._mode_machine: int | None = None
         self._tick = 0
+        self._taken_arrival_ns = -1
+        """Arrival stamp of the sample the previous step took (a step waits only for a newer one)."""
         self._dropped_records = 0
         self.scheduling_note: str | None = None
         """Why the control thread runs without the requested priority or CPU (set by :meth:`start`)."""
         self._scheduled = threading.Event()
         self.sink_errors: list[str] = []
-        if self.fault_injection is not None:
-            self.fault_injection.install(controller)
-            _log.warning("fault injection active (test support only): %s", self.fault_injection.describe())
+        if fault_injection is not None:
+            fault_injection.install(controller)
+            _log.warning("fault injection active (test support only): %s", fault_injection.describe())
 
     # --- operator side (any thread) -------------------------------------------------
     def request(self, req: Any) -> None:
@@ -299,7 +356,7 @@ class ControlLoop:
         other request waits for the step lock and applies a latched EStop first.
         """
         if isinstance(req, EStop):
-            self._latch_estop(req)
+            self._latch(req, write_now=True)
             return
         with self._lock:
             self._apply_pending_estop()
@@ -311,23 +368,24 @@ class ControlLoop:
             if isinstance(req, Reset):
                 with self._write_lock:
                     self._damping_only = self._pending_estop is not None
-                if self._arbiter is not None:
-                    self._arbiter.operator_reset()
 
-    def _latch_estop(self, req: EStop) -> None:
+    def _latch(self, req: EStop, write_now: bool) -> None:
+        """Latch ``req``: damping only from now on; with ``write_now`` the damping LowCmd goes out
+        from this thread at once, if the lease allows a write at this instant."""
         with self._write_lock:
             self._damping_only = True
             if self._pending_estop is None:
                 self._pending_estop = req
-            if self._damping_payload is not None and self._allows_write():
+            if write_now and self._damping_payload is not None and self._allows_write():
                 try:
                     self._write(self._damping_payload)
+                    self._written += 1
                 except Exception as exc:  # the control thread retries every period
                     self._count_write_error(exc)
         self._wake.set()
 
     def _allows_write(self) -> bool:
-        """A write between steps (the e-stop's) stays within the lease, read-only."""
+        """A write now stays within the lease (write lock held)."""
         return self._arbiter is None or self._arbiter.allows_write(self.clock.monotonic_ns())
 
     @property
@@ -353,10 +411,23 @@ class ControlLoop:
         """Call ``sink(record)`` for every step, from the sink thread, never the control thread."""
         self._sinks.append(sink)
 
-    @property
-    def dropped_records(self) -> int:
-        """Step records a slow sink thread lost (the queue is bounded)."""
-        return self._dropped_records
+    def stats(self) -> LoopStats:
+        """The statistics now (any thread; the rings are read as they are)."""
+        t = self._timing
+        return LoopStats(
+            steps=self._tick, written=self._written, withheld=self._withheld, outlived_lease=self._outlived,
+            late_steps=t.late_steps, longest_late_run=t.longest_late_run, skipped_periods=t.skipped_periods,
+            decode_errors=self._decode_errors, write_errors=self._write_errors,
+            last_write_error=self._last_write_error, dropped_records=self._dropped_records,
+            latency=t.percentiles(t.latency_ns, t.timed), compute=t.percentiles(t.compute_ns, t.timed),
+            wake_late=t.percentiles(t.wake_late_ns, t.woken),
+        )  # fmt: skip
+
+    def wake_lateness_ns(self) -> np.ndarray:
+        """Wake-up minus deadline of the retained steps, oldest first (benchmarks)."""
+        t = self._timing
+        ring, n = t.wake_late_ns, t.woken
+        return ring[:n].copy() if n <= len(ring) else np.roll(ring, -(n % len(ring)))
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -393,28 +464,35 @@ class ControlLoop:
             raise
 
     def _loop(self) -> None:
-        clock = self.clock
-        late = False
+        clock, timing = self.clock, self._timing
         deadline = clock.monotonic_ns() + self._period_ns
         while not self._stop.is_set():
             woken = self._wake.wait(max(0.0, (deadline - clock.monotonic_ns()) / 1e9))
             if self._stop.is_set():
                 break
-            if woken:
+            if woken:  # an e-stop: a step at once, off the grid
                 self._wake.clear()
                 self._guarded_step(self.states.newest, late=False)
                 continue
-            # a sample arriving after the deadline: fresh, and its arrival starts the latency
-            self._guarded_step(lambda: self.states.next_arrival(self._state_wait_s), late)
+            now = clock.monotonic_ns()
+            timing.woke(now - deadline)
+            self._guarded_step(self._take, timing.late_run > 0)
             finished = clock.monotonic_ns()
-            late = finished > deadline + self._late_after_ns
-            if late:
-                self.stats.deadline_misses += 1
+            timing.finished(finished > deadline + self._late_after_ns)
             deadline += self._period_ns
             if finished >= deadline:  # overran whole periods: skip them, keep the phase grid
                 skipped = (finished - deadline) // self._period_ns + 1
-                self.stats.skipped_periods += int(skipped)
+                timing.skipped_periods += int(skipped)
                 deadline += skipped * self._period_ns
+
+    def _take(self) -> tuple[bytes | None, int, int]:
+        """The newest LowState; only when none arrived since the previous step, the next one to
+        arrive within ``state_wait_s`` (the robot's 500 Hz stream leaves one waiting every 2 ms)."""
+        sample = self.states.newest()
+        if sample[0] is None or sample[2] == self._taken_arrival_ns:
+            sample = self.states.next_arrival(self._state_wait_s)
+        self._taken_arrival_ns = sample[2]
+        return sample
 
     def _guarded_step(self, take: Callable[[], tuple[bytes | None, int, int]], late: bool) -> None:
         """One step; an exception escaping it is the last-resort path, never the thread's end."""
@@ -443,39 +521,57 @@ class ControlLoop:
                     faults.before_step(self._tick + 1)
                 output = self.controller.step(state, clock.monotonic_ns(), late, clock.time_ns())
                 if faults is not None:
-                    faults.after_step(output)
+                    faults.after_step(output)  # a slow step stalls here: between its verdict and its write
         if self._mode_machine is None:
-            self._beat(output.mode)
+            self._beat(output.mode, wrote=False)
             return  # never heard from the robot: a LowCmd needs its mode_machine
-        may_write = verdict is None or verdict.may_write
-        output, damping = self._write_command(output, may_write)
-        self._beat(output.mode)  # not after a write that raised: the lease runs out, the supervisor takes over
+        output, damping, wrote = self._write_command(output, verdict, started)
+        self._beat(output.mode, wrote)  # not after a write that raised: the lease runs out, the supervisor takes over
         written = clock.monotonic_ns()
         latency = written - arrival_ns if state is not None else 0
         compute = written - started
-        if state is not None and may_write:
-            self.stats.add(latency, compute)
-        self._record(output, damping, state, stamp_ns, compute, latency, late, may_write)
+        if state is not None and wrote:
+            self._timing.step(latency, compute)
+        self._record(output, damping, state, stamp_ns, compute, latency, late, wrote)
 
-    def _beat(self, mode: Mode) -> None:
+    def _beat(self, mode: Mode, wrote: bool) -> None:
         if self._arbiter is not None:
-            self._arbiter.beat(mode, self.clock.monotonic_ns())
+            now = self.clock.monotonic_ns()
+            state = self.last_state
+            hears_robot = state is not None and now - state.arrival_ns <= self._max_state_age_ns
+            self._arbiter.beat(mode, now, wrote, hears_robot)
 
-    def _write_command(self, output: StepOutput, may_write: bool) -> tuple[StepOutput, bool]:
-        """Write the step's command, or damping when an e-stop is latched, if ``may_write`` (the
-        lease's verdict; counted as withheld otherwise). Returns what the step commands and
-        whether that is damping."""
+    def _write_command(self, output: StepOutput, verdict: Verdict | None, started_ns: int) -> tuple[StepOutput, bool, bool]:
+        """Write the step's command (damping when an e-stop is latched or the loop streams damping
+        on its own) if the lease allows a write at this instant. Returns what the step commands,
+        whether that is damping, and whether it was written."""
         assert self._mode_machine is not None  # the caller checks: a LowCmd needs the robot's mode_machine
         payload: bytes | None = self._encoder.encode_cdr(output.command, self._mode_machine)
+        own_damping = verdict is not None and verdict.writer is Writer.OWN_DAMPING
         with self._write_lock:
-            if self._damping_only and output.mode is not Mode.DAMPING:
+            if (self._damping_only or own_damping) and output.command is not self._damping:
                 payload, output = self._damping_payload, dataclasses.replace(output, command=self._damping)
-            if may_write:
+            wrote = self._allows_write()
+            if wrote:
                 self._write(payload)
+                self._written += 1
             else:
-                self.withheld += 1
-            damping = self._damping_only or output.mode is Mode.DAMPING
-        return output, damping
+                self._withheld += 1
+                if verdict is not None and verdict.may_write and not self._damping_only:
+                    self._outlive(verdict, started_ns)
+            damping = self._damping_only or output.mode is Mode.DAMPING or own_damping
+        return output, damping, wrote
+
+    def _outlive(self, verdict: Verdict, started_ns: int) -> None:
+        """The lease the step began under ran out before its write (write lock held): the command
+        is dropped and DAMPING latched; the controller takes it at the next step."""
+        self._outlived += 1
+        now = self.clock.monotonic_ns()
+        reason = (f"control step outlived its lease: began {(now - started_ns) / 1e6:.0f} ms ago, lease ended "
+                  f"{(now - verdict.write_until_ns) / 1e6:.0f} ms ago; its command was not written")
+        self._damping_only = True
+        if self._pending_estop is None:
+            self._pending_estop = EStop(reason)
 
     def _record(self, output: StepOutput, damping: bool, state: RobotState | None, stamp_ns: int, compute: int,
                 latency: int, late: bool, written: bool) -> None:
@@ -509,6 +605,8 @@ class ControlLoop:
             self.controller.request(req, self.clock.monotonic_ns(), self.clock.time_ns())
 
     def _set_mode_machine(self, mode_machine: int) -> None:
+        """Encode with the robot's newest mode_machine (a LowCmd with another is ignored by the
+        robot; a change while the motors are powered is a fault of the controller's safety check)."""
         if mode_machine != self._mode_machine:
             payload = self._damping_encoder.encode_cdr(self._damping, mode_machine)
             with self._write_lock:
@@ -533,17 +631,16 @@ class ControlLoop:
         self._fatal_output = dataclasses.replace(first, transition=None)
         if self._mode_machine is None:
             return
-        may_write = self._allows_write()
         try:
-            self._write_command(first, may_write)
+            _, _, wrote = self._write_command(first, None, self.clock.monotonic_ns())
         except Exception as write_exc:
             self._count_write_error(write_exc)
             return
-        self._record(first, True, None, 0, 0, 0, False, may_write)
+        self._record(first, True, None, 0, 0, 0, False, wrote)
 
     def _count_write_error(self, exc: Exception) -> None:
-        self.write_errors += 1
-        self.last_write_error = repr(exc)
+        self._write_errors += 1
+        self._last_write_error = repr(exc)
 
     def _decode(self, payload: bytes | None, stamp_ns: int, arrival_ns: int) -> RobotState | None:
         """A malformed sample is treated like one with a bad CRC: counted, its content never used."""
@@ -552,7 +649,7 @@ class ControlLoop:
         try:
             return decode_lowstate_cdr(payload, stamp_ns, arrival_ns)
         except ValueError:
-            self.decode_errors += 1
+            self._decode_errors += 1
             return RobotState(stamp_ns=stamp_ns, arrival_ns=arrival_ns, crc_ok=False)
 
     def _set_thread_scheduling(self) -> None:
@@ -570,6 +667,7 @@ class ControlLoop:
 
     # --- sink thread -----------------------------------------------------------------
     def _drain(self) -> None:
+        name_os_thread()
         while True:
             with self._records_ready:
                 self._records_ready.wait_for(lambda: self._records or self._stop.is_set(), 0.1)

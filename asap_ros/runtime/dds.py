@@ -28,9 +28,13 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
 from asap_ros.core.errors import AsapError
-from asap_ros.runtime.scheduling import run_realtime
+from asap_ros.runtime.scheduling import fifo_permitted, run_realtime
 
 DEFAULT_INTERFACE = "lo"
+RECEIVE_THREADS = ("recv", "recvUC", "recvMC", "dq.user", "dq.builtins", "tev")
+"""Cyclone DDS's threads that receive and deliver samples (and send the acknowledgements of
+reliable ones): with a ``receive_priority`` they run SCHED_FIFO, so a sample reaches its reader
+however busy the machine's ordinary threads are."""
 CLOSE_WAIT_S = 5.0
 """How long closing a reader waits for its thread (a handler call in progress) to finish."""
 
@@ -44,15 +48,32 @@ def process_domain() -> int:
     return 1 + os.getpid() % 200
 
 
-def init_channels(domain: int, interface: str = DEFAULT_INTERFACE) -> None:
-    """Initialise unitree_sdk2py's channel factory once for this process.
+def cyclone_config(interface: str, receive_priority: int = 0) -> str:
+    """The Cyclone DDS configuration of this process's domain: the network interface, and with
+    ``receive_priority`` > 0 the :data:`RECEIVE_THREADS` under SCHED_FIFO at that priority
+    (``$__IF_NAME__$`` stands for the interface, as in unitree_sdk2py's own template)."""
+    threads = "".join(
+        f'<Thread Name="{name}"><Scheduling><Class>realtime</Class><Priority>{receive_priority}</Priority>'
+        "</Scheduling></Thread>" for name in RECEIVE_THREADS) if receive_priority > 0 else ""
+    return ('<?xml version="1.0" encoding="UTF-8" ?><CycloneDDS><Domain Id="any"><General><Interfaces>'
+            '<NetworkInterface name="$__IF_NAME__$" priority="default" multicast="default"/></Interfaces></General>'
+            f"{'<Threads>' + threads + '</Threads>' if threads else ''}</Domain></CycloneDDS>").replace(
+                "$__IF_NAME__$", interface)
+
+
+def init_channels(domain: int, interface: str = DEFAULT_INTERFACE, receive_priority: int = 0) -> None:
+    """Initialise unitree_sdk2py's channel factory once for this process, with this project's
+    Cyclone configuration (:func:`cyclone_config`; the SDK's own also writes a trace file).
 
     Repeating the same call is a no-op; a different domain or interface raises
-    :class:`AsapError` (the factory cannot be re-initialised).
+    :class:`AsapError` (the factory cannot be re-initialised). ``receive_priority`` counts only
+    at the first call (Cyclone starts its threads once).
     """
     global _initialised
     if not 0 <= domain <= 232:
         raise AsapError(f"DDS domain id must be 0..232, got {domain}")
+    if not 0 <= receive_priority <= 99:
+        raise AsapError(f"DDS receive thread priority must be 0..99, got {receive_priority}")
     with _lock:
         if _initialised == (domain, interface):
             return
@@ -62,10 +83,14 @@ def init_channels(domain: int, interface: str = DEFAULT_INTERFACE) -> None:
                 f"{_initialised[1]!r} in this process; cannot switch to domain {domain} interface "
                 f"{interface!r} (use a separate process)"
             )
-        from unitree_sdk2py.core.channel import ChannelFactoryInitialize
+        import unitree_sdk2py.core.channel as sdk_channel
 
+        # the SDK fills its template with the interface name; ours carries the thread scheduling
+        sdk_channel.ChannelConfigHasInterface = cyclone_config("$__IF_NAME__$", receive_priority)
+        if receive_priority > 0 and not fifo_permitted():
+            sdk_channel.ChannelConfigHasInterface = cyclone_config("$__IF_NAME__$")
         try:
-            ChannelFactoryInitialize(domain, interface)
+            sdk_channel.ChannelFactoryInitialize(domain, interface)
         except Exception as exc:  # the SDK raises a bare Exception
             raise AsapError(f"DDS initialisation failed (domain {domain}, interface {interface!r}): {exc}") from exc
         _initialised = (domain, interface)
@@ -149,6 +174,7 @@ class RawReader:
         policies = Qos(Policy.History.KeepLast(depth), *([Policy.IgnoreLocal.Participant] if ignore_local else []))
         self._handler = handler
         self._depth = depth
+        self._participants: dict[int, bytes] = {}
         self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=policies + qos if qos else policies)
         self._waitset = _waitset_on_new_data(dp, self._reader)
         self._closing = GuardCondition(dp)
@@ -184,6 +210,17 @@ class RawReader:
                     except Exception as exc:  # one bad sample must not end the reader
                         self.handler_errors += 1
                         self.last_handler_error = repr(exc)
+
+    def participant_of(self, writer: int) -> bytes:
+        """The DDS participant (GUID prefix, 16 bytes) of a writer handle this reader matched;
+        ``b""`` if it is no longer matched. Cached: the handle stays the writer's."""
+        known = self._participants.get(writer)
+        if known is None:
+            endpoint = self._reader.get_matched_publication_data(writer)
+            known = endpoint.participant_key.bytes if endpoint is not None else b""
+            if known:
+                self._participants[writer] = known
+        return known
 
     def close(self) -> None:
         """Stop the thread (after a running handler call returns), then delete the reader
@@ -230,9 +267,11 @@ class PolledReader:
     one reader poll late for one found already waiting.
     """
 
-    def __init__(self, topic: str, idl_type: type, qos: Qos | None = None) -> None:
-        """``qos``: default keep-last 1 (the newest sample is all that is read)."""
+    def __init__(self, topic: str, idl_type: type, qos: Qos | None = None, depth: int = 4) -> None:
+        """``qos``: default keep-last 1 (the newest sample is all that is read); ``depth``: the
+        most samples one take returns."""
         dp = participant()
+        self._depth = depth
         self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=qos or Qos(Policy.History.KeepLast(1)))
         self._waitset = _waitset_on_new_data(dp, self._reader)
         self._payload: bytes | None = None
@@ -244,7 +283,7 @@ class PolledReader:
 
     def _take(self) -> bool:
         """Keep the newest valid sample waiting in the reader; False if there was none."""
-        samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, 4)
+        samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, self._depth)
         if isinstance(samples, int):
             raise DDSException(samples, "raw take")
         valid = [data for data, info in samples if info.valid_data]
@@ -258,6 +297,20 @@ class PolledReader:
             if not self._closed:
                 self._take()
             return self._payload, self._stamp_ns, self._arrival_ns
+
+    def take_all(self) -> list[bytes]:
+        """Every valid sample waiting, oldest first (at most the reader's history depth); the
+        newest also becomes :meth:`newest`'s."""
+        with self._in_use:
+            if self._closed:
+                return []
+            samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, self._depth)
+            if isinstance(samples, int):
+                raise DDSException(samples, "raw take")
+            valid = [data for data, info in samples if info.valid_data]
+            if valid:
+                self._payload, self._stamp_ns, self._arrival_ns = valid[-1], time.time_ns(), time.monotonic_ns()
+            return valid
 
     def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int, int]:
         """The first sample to arrive after this call, or the newest one after ``timeout_s``."""

@@ -25,12 +25,14 @@ class DdsControl:
     ``publish_steps``: also publish :mod:`asap_ros.runtime.step_topics` (what the recorder reads).
     ``supervised``: write ``rt/lowcmd`` only under ``asap_supervisor``'s lease
     (:class:`~asap_ros.runtime.arbitration.LowCmdArbiter`; DAMPING latched two control periods
-    before an unanswered lease runs out).
+    before an unanswered lease runs out). ``receive_priority``: Cyclone DDS's receive threads
+    under SCHED_FIFO (:func:`asap_ros.runtime.dds.init_channels`), above the control thread, so
+    rt/lowstate and the grants reach it however busy the machine is.
     """
 
     def __init__(
         self, controller: Controller, domain: int, interface: str, publish_steps: bool = True,
-        supervised: bool = False, **loop_options: Any,
+        supervised: bool = False, receive_priority: int = 0, **loop_options: Any,
     ) -> None:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
@@ -38,7 +40,7 @@ class DdsControl:
         from asap_ros.runtime.dds import PolledReader, RawWriter, init_channels
         from asap_ros.runtime.step_topics import PolicyStepPublisher
 
-        init_channels(domain, interface)
+        init_channels(domain, interface, receive_priority=receive_priority)
         self._closers: list[Any] = []
         self.lowcmd = RawWriter(LOWCMD_TOPIC, LowCmd_)
         self._closers.append(self.lowcmd)
@@ -47,7 +49,7 @@ class DdsControl:
         self.arbiter: Any = None
         if supervised:
             period_s = control_period_s(controller, loop_options.get("period_s"))
-            self.arbiter = LowCmdArbiter(damping_margin_ns=2 * int(period_s * 1e9))
+            self.arbiter = LowCmdArbiter(period_ns=int(round(period_s * 1e9)))
             self._closers.append(self.arbiter)
         self.loop = ControlLoop(controller, self.lowcmd.write, states=self.lowstate, arbiter=self.arbiter,
                                 **loop_options)

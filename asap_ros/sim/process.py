@@ -40,11 +40,10 @@ def sim_command(
     wait_for_mocap_readers: int = 0,
     viewer: bool = False,
     realtime_priority: int = 0,
-    rt_priority: int = 0,
 ) -> list[str]:
     """The command that runs ``asap_sim`` with these options (None: ``config/sim.yaml``'s);
-    ``realtime_priority``: its physics thread and rt/lowcmd reader under SCHED_FIFO;
-    ``rt_priority`` > 0: the whole process, start-up included, under SCHED_FIFO (``chrt``)."""
+    ``realtime_priority``: its physics thread, rt/lowcmd reader and Cyclone DDS receive threads
+    under SCHED_FIFO (its start-up, loading the model, at normal priority)."""
     command = [sys.executable, "-m", "asap_ros.sim.main", "--domain", str(domain), "--interface", interface]
     for option, value in (("--stats-json", stats_json), ("--profile", profile), ("--lowstate-rate", lowstate_rate_hz),
                           ("--mocap-rate", mocap_rate_hz)):
@@ -57,7 +56,7 @@ def sim_command(
         command += ["--realtime-priority", str(realtime_priority)]
     if viewer:
         command.append("--viewer")
-    return ["chrt", "--fifo", str(rt_priority), *command] if rt_priority else command
+    return command
 
 
 def stop_gracefully(process: subprocess.Popen, timeout_s: float = STOP_TIMEOUT_S) -> None:

@@ -150,7 +150,7 @@ class Simulator:
 
         if self._viewer_wanted:
             self._viewer = self._launch_viewer()
-        init_channels(self.domain, self.interface)
+        init_channels(self.domain, self.interface, receive_priority=self._priority)
         dp = participant()
         self._lowstate_writer = RawWriter(LOWSTATE_TOPIC, LowState_)
         self._gt_writer = DataWriter(dp, Topic(dp, GROUND_TRUTH_TOPIC, GroundTruth_))

@@ -91,6 +91,7 @@ class Rig:
     def state(self) -> RobotState:
         return RobotState(
             stamp_ns=self.wall - 1_000_000, arrival_ns=self.now - 1_000_000, q=self.q.copy(),
+            tick=self.now // 2_000_000,  # the robot's 500 Hz counter
             temperature=np.full(NUM_MOTORS, 40.0),
         )
 

@@ -283,7 +283,7 @@ class Rig:
             self.now += int(DT * 1e9)
             half = math.radians(tilt_deg) / 2
             state = RobotState(stamp_ns=self.now - 1_000_000, arrival_ns=self.now - 1_000_000, q=self.q.copy(),
-                               temperature=np.full(NUM_MOTORS, 40.0),
+                               tick=self.now // 2_000_000, temperature=np.full(NUM_MOTORS, 40.0),
                                quat_wxyz=np.array([math.cos(half), 0.0, math.sin(half), 0.0]))  # fmt: skip
             out = self.controller.step(state, self.now)
             if out.mode is not Mode.DAMPING:

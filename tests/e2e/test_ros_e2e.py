@@ -48,9 +48,17 @@ def test_estop_service_while_tracking_sends_damping_at_once(system):
     print(f"\ne-stop service -> first damping LowCmd: {distribution_ms(latencies)}")
 
 
-def test_estop_combo_on_the_simulated_remote_damps_the_robot(system):
+def ctl(system: System, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
+    return subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_estop_combo_is_held_while_the_operator_holds_it(system):
     """L2 alone does nothing; L2+B on the simulated G1's wireless remote (LowState bytes 2-3)
-    reaches the supervisor, which e-stops asap_deploy."""
+    reaches the supervisor, which e-stops asap_deploy. While the combo is held, ``ctl reset`` and
+    ``ctl stand`` are refused and nothing but damping reaches the robot; once released, a reset
+    (supervisor, then deploy node) and Stand bring it back."""
     from asap_ros.core.remote import RemoteState, encode_remote, parse_combo
     from asap_ros.sim.dds_types import REMOTE_BUTTONS
 
@@ -70,10 +78,19 @@ def test_estop_combo_on_the_simulated_remote_damps_the_robot(system):
         assert damping is not None, "no damping LowCmd after the remote e-stop"
         print(f"\nsimulated remote L2+B -> first damping LowCmd: {(damping.stamp_ns - pressed) / 1e6:.1f} ms")
         assert system.ros.wait_mode("DAMPING", 5.0)
-        assert "wireless remote B+L2" in system.log("supervisor")
+        assert system.ros.spin_until(lambda: "wireless remote B+L2" in system.log("supervisor"), 2.0)
+        reset, stand = ctl(system, "reset"), ctl(system, "stand")
+        assert reset.returncode == 1 and "the e-stop combo is held on the remote" in reset.stdout, reset.stdout
+        assert stand.returncode == 1 and "refused" in stand.stdout, stand.stdout
+        time.sleep(0.5)
+        assert not [s for s in system.lowcmd.between(damping.stamp_ns, time.time_ns()) if not s.damping]
+        assert system.ros.latched["/asap_deploy/mode"] == "DAMPING"
     finally:
         press(frozenset())
-    system.reset_and_stand()
+    time.sleep(0.1)
+    reset = ctl(system, "reset")
+    assert reset.returncode == 0, reset.stdout + reset.stderr
+    system.stand()
 
 
 def test_start_while_damping_is_refused_and_state_unchanged(system):
@@ -97,7 +114,8 @@ def test_ctl_start_of_an_unknown_motion_lists_the_known_ones(system):
     status = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "status"], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stderr
-    assert "mode: HOLD" in status.stdout and "supervisor: WATCHING (rt/lowcmd writes: 0)" in status.stdout
+    assert "mode: HOLD" in status.stdout and "supervisor: WATCHING: armed (asap_deploy heard) (rt/lowcmd writes: 0)" \
+        in status.stdout
     assert "control loop:" in status.stdout
 
 

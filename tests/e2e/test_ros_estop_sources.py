@@ -32,7 +32,8 @@ def test_estop_topic_damps_the_robot(system):
     assert system.ros.spin_until(lambda: publisher.get_subscription_count() > 0, 10.0)
     publisher.publish(Empty())
     assert system.ros.wait_mode("DAMPING", 5.0)
-    assert "e-stop from estop topic" in system.log("supervisor")
+    assert system.ros.spin_until(lambda: "e-stop from estop topic" in system.log("supervisor"), 2.0)
+    assert "e-stop from estop topic held" in system.ros.latched["/asap_supervisor/state"]
 
 
 def test_enter_on_the_supervisor_terminal_damps_the_robot(system, tmp_path):

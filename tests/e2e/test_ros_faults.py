@@ -94,7 +94,7 @@ def test_a_step_that_raises_ends_in_damping_streamed_by_the_deploy_node(system):
     time.sleep(1.0)
     streamed = only_damping_after(system, writer, damping.stamp_ns)
     assert streamed >= 40, f"{streamed} damping LowCmds in ~1 s"  # every period, not once
-    assert system.ros.latched[SUPERVISOR] == "WATCHING"  # the deploy node still writes: no takeover
+    assert system.ros.latched[SUPERVISOR].startswith("WATCHING")  # the deploy node still writes: no takeover
     print(f"\nraise in a step: {streamed} damping LowCmds from asap_deploy in the next ~1 s; fault: {reason}")
     ok, message = system.ros.trigger("/asap_deploy/reset")
     assert not ok and "the control loop failed" in message, message
@@ -152,7 +152,7 @@ def test_a_system_clock_step_mid_motion_changes_nothing_the_robot_sees(system):
     tracking = time.time_ns()
     assert system.ros.wait_mode("HOLD", 60.0), system.ros.latched
     assert system.ros.latched.get(FAULT, "") == "", system.ros.latched
-    assert system.ros.latched.get(SUPERVISOR) == "WATCHING", system.ros.latched
+    assert system.ros.latched.get(SUPERVISOR, "").startswith("WATCHING"), system.ros.latched
     samples = system.lowcmd.from_writer(writer, tracking)
     assert len(samples) > 150 and not any(s.damping for s in samples)  # the kick is over 3 s at 50 Hz
     assert "clock=-10@motion_tick=30" in system.log("deploy")

@@ -93,7 +93,8 @@ def test_diagnostics_levels_follow_thresholds():
     hot.temperature[9] = 90.0
     msg = diagnostics(state=hot, new_deadline_misses=3, fault="overheating")
     assert levels(msg) == {"control loop": DiagnosticStatus.WARN, "robot state": DiagnosticStatus.OK,
-                           "motor temperatures": DiagnosticStatus.ERROR, "controller": DiagnosticStatus.ERROR}
+                           "motor temperatures": DiagnosticStatus.ERROR, "controller": DiagnosticStatus.ERROR,
+                           "operator requests": DiagnosticStatus.OK}
     assert msg.status[2].message == "hottest right_knee_joint 90 C: above 85 C, DAMPING"
     assert levels(diagnostics(monotonic_ns=ARRIVAL + 60_000_000))["robot state"] == DiagnosticStatus.ERROR
     assert levels(diagnostics(state=None))["robot state"] == DiagnosticStatus.ERROR
@@ -110,3 +111,18 @@ def test_diagnostics_report_a_motor_error_and_a_failed_control_loop():
     assert levels(msg)["control loop"] == DiagnosticStatus.ERROR
     assert msg.status[0].message == "control loop failed: control step raised ZeroDivisionError('division by zero')"
     assert {kv.key: kv.value for kv in msg.status[0].values}["control_error"].startswith("control step raised")
+
+
+def test_an_implausible_temperature_is_a_warning_naming_the_motor() -> None:
+    cold = state()
+    cold.temperature[3] = 0.0
+    msg = diagnostics(state=cold)
+    assert levels(msg)["motor temperatures"] == DiagnosticStatus.WARN
+    assert msg.status[2].message.startswith("implausible temperature reading: motor left_knee_joint at 0 C")
+
+
+def test_operator_requests_are_reported_newest_first() -> None:
+    msg = diagnostics(operator=["Stand via ~/stand: accepted: ok", "Reset via ~/reset: refused: e-stop held"])
+    status = msg.status[4]
+    assert status.message == "Reset via ~/reset: refused: e-stop held"
+    assert [(v.key, v.value) for v in status.values][0] == ("request 1", "Reset via ~/reset: refused: e-stop held")

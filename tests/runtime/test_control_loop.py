@@ -23,6 +23,7 @@ from asap_ros.config.paths import policies_dir
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.controller import Controller, ControllerConfig, Mode
 from asap_ros.core.errors import ConfigError, RejectedRequest
+from asap_ros.core.lease import Grant, Supervision, WriteLease, Writer
 from asap_ros.core.policy import PolicyRunner
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.core.state_machine import EStop, Reset, Stand, Start, Stop
@@ -31,7 +32,6 @@ from asap_ros.g1.sdk import lowcmd_crc_ok
 from asap_ros.runtime.clock import Clock
 from asap_ros.runtime.control_loop import ControlLoop, StepRecord, check_control_rate, existing_cpu
 from asap_ros.runtime.fault_injection import FaultInjection, parse_faults
-from asap_ros.runtime.lease import Grant, Supervision, WriteLease
 from asap_ros.runtime.policies import build_controller, load_policy_runner
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading
 from asap_ros.sim.profile import SensorNoise
@@ -166,7 +166,7 @@ def _wait(predicate, loop: ControlLoop, timeout_s: float = 5.0) -> None:
     end = time.monotonic() + timeout_s
     while not predicate():
         c = loop.controller
-        assert time.monotonic() < end, f"not reached: mode {c.mode}, fault {c.fault_reason}, {loop.stats.summary()}"
+        assert time.monotonic() < end, f"not reached: mode {c.mode}, fault {c.fault_reason}, {loop.stats()}"
         time.sleep(0.005)
 
 
@@ -186,8 +186,11 @@ def test_loop_runs_controller_on_the_wire_format(rig) -> None:
     stepped = [r for r in records if r.lowstate_stamp_ns]
     assert stepped and all(r.latency_ns > 0 and r.compute_ns > 0 for r in stepped)
     assert all(r.stamp_ns >= r.lowstate_stamp_ns for r in stepped)
-    summary = loop.stats.summary()
-    assert summary["steps"] >= len(stepped) - 1 and summary["latency_p99_us"] > 0
+    stats = loop.stats()
+    assert stats.steps >= len(stepped) - 1 and stats.latency is not None and stats.latency.p99_us > 0
+    assert stats.written >= len(written) - 1 and stats.withheld == 0 and stats.wake_late is not None
+    flat = stats.as_dict()
+    assert flat["deadline_misses"] == stats.late_steps and flat["latency_p99_us"] == stats.latency.p99_us
 
 
 def test_estop_is_written_before_the_next_deadline(make_rig) -> None:
@@ -206,8 +209,7 @@ def test_estop_is_written_before_the_next_deadline(make_rig) -> None:
     count = len(written)
     _wait(lambda: len(written) > count, loop)  # a grid write just happened
     last_grid_write_ns = written.raw[-1][0]
-    stats = loop.stats
-    slowest_step_ns = int(stats.compute_ns[: min(stats.count, len(stats.compute_ns))].max())
+    slowest_step_ns = int(loop.stats().compute.max_us * 1e3)
     next_deadline_ns = last_grid_write_ns - round(0.004 * 1e9) - slowest_step_ns + period_ns  # state_wait_s 4 ms
     requested_ns = time.monotonic_ns()
     loop.request(EStop("test"))
@@ -286,7 +288,7 @@ def test_malformed_sample_is_counted_and_never_used(rig) -> None:
     loop.request(Stand())
     _wait(lambda: loop.controller.mode is Mode.HOLD, loop)
     robot.corrupt_next = True
-    _wait(lambda: loop.decode_errors >= 1, loop)
+    _wait(lambda: loop.stats().decode_errors >= 1, loop)
     time.sleep(0.1)
     assert loop.controller.mode is Mode.HOLD, loop.controller.fault_reason
 
@@ -480,14 +482,14 @@ def test_a_writer_that_fails_stops_the_records_and_the_lease_beats(make_rig) -> 
     arbiter = AnsweringSupervisor()
     rig = make_rig(fail_write=lambda count: count >= 30, arbiter=arbiter)
     standing(rig)
-    _wait(lambda: rig.loop.write_errors >= 5, rig.loop)
+    _wait(lambda: rig.loop.stats().write_errors >= 5, rig.loop)
     assert rig.loop.fatal_error == "control step raised RuntimeError('rt/lowcmd writer gone') at test_control_loop.py:" \
         + rig.loop.fatal_error.rsplit(":", 1)[1]
     records, beats = len(rig.records), arbiter.seq
     time.sleep(0.2)
     assert len(rig.records) == records and arbiter.seq == beats  # no record and no beat since
     assert sum(r.written for r in rig.records) == len(rig.written) == 30
-    assert rig.loop.alive and rig.loop.write_errors >= 10  # still trying, every period
+    assert rig.loop.alive and rig.loop.stats().write_errors >= 10  # still trying, every period
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the thread's end is the test
@@ -550,33 +552,34 @@ def test_a_control_rate_other_than_the_actors_is_refused(rig) -> None:
 class AnsweringSupervisor:
     """Test double for :class:`~asap_ros.runtime.arbitration.LowCmdArbiter`'s DDS side only: the
     real :class:`WriteLease`, and a supervisor that answers every beat at once with the grant
-    state the test sets (``state``, ``reason``)."""
+    state the test sets (``state``, ``reason``; ``silent``: no answer)."""
 
-    LEASE_NS = 1_000_000_000  # generous: a loaded 2-core machine stalls a step now and then
+    SUPERVISOR = 0x51
 
-    def __init__(self) -> None:
-        self.lease = WriteLease(session=7, damping_margin_ns=40_000_000)
-        self.state, self.reason = Supervision.WATCHING, ""
-        self.seq = self.resets = 0
+    def __init__(self, lease_ns: int = 1_000_000_000) -> None:  # generous: a loaded 2-core machine stalls now and then
+        self.lease = WriteLease(session=7, period_ns=20_000_000)
+        self.lease_ns = lease_ns
+        self.state, self.reason, self.silent = Supervision.WATCHING, "", False
+        self.seq = 0
+        self.flags: list = []
 
     def verdict(self, now_ns: int):
         return self.lease.verdict(now_ns)
 
-    def beat(self, mode: Mode, now_ns: int) -> None:
+    def beat(self, mode: Mode, now_ns: int, wrote: bool, hears_robot: bool) -> None:
         self.seq += 1
         self.lease.beat(self.seq, now_ns)
-        self.lease.receive(Grant(self.state, self.lease.session, self.seq, self.LEASE_NS, self.reason))
+        self.flags.append(self.lease.beat_flags(wrote, hears_robot))
+        if not self.silent:
+            self.lease.receive(Grant(self.state, self.SUPERVISOR, self.lease.session, self.seq, self.lease_ns,
+                                     self.reason), now_ns)
 
     def allows_write(self, now_ns: int) -> bool:
         return self.lease.allows_write(now_ns)
 
-    def operator_reset(self) -> None:
-        self.resets += 1
-        self.lease.operator_reset(self.seq)
 
-
-def granted_rig(make_rig, **options) -> tuple[Rig, AnsweringSupervisor]:
-    arbiter = AnsweringSupervisor()
+def granted_rig(make_rig, lease_ns: int = 1_000_000_000, **options) -> tuple[Rig, AnsweringSupervisor]:
+    arbiter = AnsweringSupervisor(lease_ns)
     rig = make_rig(arbiter=arbiter, **options)
     rig.robot.start()
     rig.loop.start()
@@ -594,7 +597,7 @@ def test_a_takeover_latches_damping_and_then_nothing_is_written_not_even_an_esto
     assert rig.loop.controller.fault_reason == "e-stop: supervisor took over rt/lowcmd (test takeover)"
     rig.loop.request(EStop("during the takeover"))  # its damping write is the supervisor's now
     time.sleep(0.2)
-    assert len(rig.written) == written and rig.loop.withheld >= 5
+    assert len(rig.written) == written and rig.loop.stats().withheld >= 5
     _wait(lambda: len(rig.records) >= 10 and not rig.records[-1].written, rig.loop)
     (latched,) = [r for r in rig.records if r.fault_latched]
     assert latched.output.mode is Mode.DAMPING and not latched.written  # the first damping step, withheld
@@ -614,8 +617,6 @@ def test_an_estop_within_the_lease_is_written_at_once_and_marked_on_the_next_ste
     (latched,) = [r for r in rig.records if r.fault_latched]
     assert latched.output.mode is Mode.HOLD and latched.written  # the blocked step, its command replaced by damping
     np.testing.assert_array_equal(latched.output.command.kd, rig.config.damping_kd)
-    rig.loop.request(Reset())
-    assert arbiter.resets == 1
 
 
 def test_the_last_resort_damping_goes_through_the_lease(make_rig) -> None:
@@ -628,3 +629,33 @@ def test_the_last_resort_damping_goes_through_the_lease(make_rig) -> None:
     time.sleep(0.1)
     assert len(rig.written) == written
     assert rig.records[-1].output.mode is Mode.DAMPING and not rig.records[-1].written
+
+
+def test_a_step_that_outlives_its_lease_between_verdict_and_write_writes_nothing_and_damps(make_rig) -> None:
+    """The shipped 150 ms lease and a 300 ms stall injected after the verdict, before the write
+    (``slow``): the step's kp > 0 command is dropped at the write, DAMPING latched."""
+    faults = FaultInjection(parse_faults("slow=0.3@tick=80"))
+    rig, arbiter = granted_rig(make_rig, lease_ns=150_000_000, fault_injection=faults)
+    _wait(lambda: rig.loop.controller.mode is Mode.DAMPING, rig.loop)
+    stats = rig.loop.stats()
+    assert stats.outlived_lease >= 1 and stats.withheld >= 1
+    assert rig.loop.controller.fault_reason.startswith("e-stop: control step outlived its lease: began ")
+    _wait(lambda: len(rig.records) >= 82, rig.loop)
+    stalled = next(r for r in rig.records if r.control_tick == 80)
+    assert not stalled.written and stalled.output.command.kp.any()  # computed with stiffness, never sent
+    later = [r for r in rig.records if r.control_tick > 80]
+    assert later and all(r.output.command.kp.max() == 0 for r in later)
+    assert all(is_damping(m, rig.config) for _, m in rig.written[-2:])
+
+
+def test_a_silent_supervisor_makes_the_loop_stream_damping_itself(make_rig) -> None:
+    rig, arbiter = granted_rig(make_rig, lease_ns=150_000_000)
+    arbiter.silent = True
+    _wait(lambda: rig.loop.controller.mode is Mode.DAMPING, rig.loop)
+    _wait(lambda: arbiter.lease.last_verdict.writer is Writer.OWN_DAMPING, rig.loop)
+    count = len(rig.written)
+    _wait(lambda: len(rig.written) >= count + 5, rig.loop)
+    assert all(is_damping(m, rig.config) for _, m in rig.written[count:])
+    assert "no grant from the supervisor" in rig.loop.controller.fault_reason  # the first reason stays latched
+    assert "damping from asap_deploy" in arbiter.lease.last_verdict.fault
+    assert arbiter.flags[-1] & arbiter.flags[-1].TOOK_BACK

@@ -21,8 +21,9 @@ def test_sim_command_passes_only_the_options_given():
     assert options.profile is None and options.lowstate_rate is None and options.wait_for_mocap_readers == 0
 
 
-def test_sim_command_under_chrt_runs_the_whole_process_fifo():
-    assert sim_command(7, rt_priority=50)[:3] == ["chrt", "--fifo", "50"]
+def test_sim_command_runs_the_physics_realtime_and_its_start_up_at_normal_priority():
+    command = sim_command(7, realtime_priority=90)
+    assert command[0] != "chrt" and command[command.index("--realtime-priority") + 1] == "90"
 
 
 @pytest.mark.parametrize("option, value", [("--wait-for-readers", "-1"), ("--wait-for-mocap-readers", "-2"),

@@ -1,0 +1,110 @@
+"""The machine's real-time floor: a thread that only sleeps to absolute deadlines, at a given priority.
+
+Run as its own process beside a control loop (``python -m asap_ros.bench.floor_probe``): it
+shares no GIL and does no work, so its lateness is what the kernel and the hypervisor do to any
+thread at that priority. The control loop's lateness beyond it is the product's. It wakes the
+way the control loop does (a timed wait on a condition, GIL released) on the same period, and
+writes its wake-up lateness (ns) as JSON when it ends (``--duration``, SIGTERM or SIGINT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asap_ros.runtime.scheduling import run_realtime
+
+__all__ = ["Lateness", "lateness_summary", "probe", "main"]
+
+LATE_AFTER_NS = 5_000_000
+"""A wake-up this long past its deadline counts as a miss (the control loop's shipped ``late_after_ms``)."""
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """Deadline misses of one series of wake-ups (or control steps)."""
+
+    count: int
+    misses: int
+    longest_run: int
+    """Most misses in a row."""
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+    @property
+    def share(self) -> float:
+        return self.misses / self.count if self.count else 0.0
+
+    def line(self, name: str) -> str:
+        return (f"{name}: {self.misses} of {self.count} late > {LATE_AFTER_NS / 1e6:g} ms ({100 * self.share:.2f}%), "
+                f"longest run {self.longest_run}, lateness p50 {self.p50_ms:.2f} ms p99 {self.p99_ms:.2f} ms "
+                f"max {self.max_ms:.2f} ms")
+
+
+def lateness_summary(late_ns: np.ndarray | list[int], late_after_ns: int = LATE_AFTER_NS) -> Lateness:
+    """Misses (lateness > ``late_after_ns``), the longest run of them and lateness percentiles."""
+    late = np.asarray(late_ns, dtype=np.int64)
+    missed = late > late_after_ns
+    longest = run = 0
+    for miss in missed:
+        run = run + 1 if miss else 0
+        longest = max(longest, run)
+    p50, p99, pmax = (np.percentile(late, [50, 99, 100]) / 1e6) if len(late) else (0.0, 0.0, 0.0)
+    return Lateness(len(late), int(missed.sum()), longest, float(p50), float(p99), float(pmax))
+
+
+def probe(period_ns: int, stop: threading.Event, priority: int = 0) -> list[int]:
+    """Sleep to absolute deadlines ``period_ns`` apart until ``stop``; the lateness of each wake-up."""
+    note = run_realtime(priority)
+    if note:
+        print(f"floor_probe: {note}", file=sys.stderr)
+    wake = threading.Event()
+    late: list[int] = []
+    deadline = time.monotonic_ns() + period_ns
+    while not stop.is_set():
+        wake.wait(max(0.0, (deadline - time.monotonic_ns()) / 1e9))
+        now = time.monotonic_ns()
+        late.append(now - deadline)
+        deadline += period_ns
+        if now >= deadline:  # overslept whole periods: keep the grid, as the control loop does
+            deadline += ((now - deadline) // period_ns + 1) * period_ns
+    return late
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="floor_probe", description=__doc__.splitlines()[0])
+    parser.add_argument("--priority", type=int, default=0, help="SCHED_FIFO priority (0: normal)")
+    parser.add_argument("--period-ms", type=float, default=20.0)
+    parser.add_argument("--cpu", type=int, help="pin to this CPU")
+    parser.add_argument("--duration", type=float, help="seconds (default: until SIGTERM/SIGINT)")
+    parser.add_argument("--json", type=Path, required=True, help="write the lateness list (ns) here")
+    args = parser.parse_args(argv)
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    result: list[list[int]] = []
+    worker = threading.Thread(target=lambda: result.append(probe(int(args.period_ms * 1e6), stop, args.priority)),
+                              name="floor-probe")
+    worker.start()
+    stop.wait(args.duration)
+    stop.set()
+    worker.join()
+    args.json.write_text(json.dumps({"period_ms": args.period_ms, "priority": args.priority, "late_ns": result[0]}))
+    print(lateness_summary(result[0]).line("floor probe"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
