@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from asap_ros.core.lease import Beat, BeatFlag, Grant, WriteLease, Writer
+from asap_ros.core.lease import Beat, Grant, WriteLease, Writer
 from asap_ros.core.state_machine import Mode
 from asap_ros.core.supervisor import SupervisorCore, SupervisorTiming
 
