@@ -19,6 +19,10 @@ software), which a robot computer would not run.
 parameter) and every process of the benchmark (simulator, recorder, supervisor, the deploy
 node's other threads, this reader) on the other CPUs, as on a robot computer with a core kept
 for control.
+
+Beside the motions a floor probe (:mod:`asap_ros.bench.floor_probe`) sleeps to 20 ms deadlines
+at the control thread's priority (SCHED_FIFO 80; on ``--control-cpu`` too): the loop's late steps
+are printed beside the probe's late wake-ups of the same interval.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ from pathlib import Path
 import numpy as np
 from record_session import cpu_seconds  # the sibling benchmark (benchmarks/ is the script's path)
 
+from asap_ros.bench.floor_probe import FloorProbe, beside_the_floor
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import System, node_process, simulator_line
+from asap_ros.testing.ros_system import TEST_DEPLOY_PARAMS, System, node_process, simulator_line
 
 
 class PolicyStepReader:
@@ -93,6 +98,7 @@ def main() -> None:
     logs = Path(tempfile.mkdtemp(prefix="deploy_latency_"))
     system = System(args.domain, logs, deploy_params=deploy_params)
     steps = PolicyStepReader()
+    probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], cpu=args.control_cpu)
     recorder = None
     view: contextlib.ExitStack = contextlib.ExitStack()
     view_cpu_s = None
@@ -105,10 +111,13 @@ def main() -> None:
         system.start()
         if args.view:
             view_cpu_s = -cpu_seconds(view_process.process.pid)
-        for _ in range(args.motions):
-            system.track()
-            if not system.ros.wait_mode("HOLD", 120.0):
-                raise SystemExit(f"motion did not finish: {system.ros.latched}")
+        with probe:
+            first_step = len(steps.rows)
+            for _ in range(args.motions):
+                system.track()
+                if not system.ros.wait_mode("HOLD", 120.0):
+                    raise SystemExit(f"motion did not finish: {system.ros.latched}")
+            last_step = len(steps.rows)
         if args.view:
             view_cpu_s += cpu_seconds(view_process.process.pid)
     finally:
@@ -134,6 +143,7 @@ def main() -> None:
         p50, p90, p99, pmax = np.percentile(values, [50, 90, 99, 100])
         print(f"{name}: p50 {p50:.0f} us  p90 {p90:.0f} us  p99 {p99:.0f} us  max {pmax:.0f} us")
     print(f"deadline misses (late steps, > 5 ms past the deadline): {misses}  (logs: {logs})")
+    print(beside_the_floor([r[1] for r in rows[first_step:last_step]], probe.lateness))
     print(simulator_line(system.sim.stats()))
 
 

@@ -1,10 +1,12 @@
 """Fault injection on the simulated G1: every failure ends in damping (or HOLD) from exactly one writer.
 
-asap_deploy and asap_supervisor run as real processes against the simulated G1 over real DDS;
+asap_deploy and asap_supervisor run as real processes against the simulated G1 over real DDS,
+at the shipped settings (150 ms lease, 200 ms takeover, 60 ms e-stop window, 5 ms late margin);
 an independent rt/lowcmd reader attributes every sample to its DDS writer (publication handle).
 Each scenario provokes one fault and prints: the time from the fault to the first damping (or
 HOLD) command on the bus, the most distinct writers seen on rt/lowcmd in any 20 ms window
-(must be 1), and the reason the operator sees (deploy fault, supervisor state).
+(must be 1), the commands with kp > 0 after the first damping one (must be 0), and what the
+operator sees (deploy fault, supervisor state).
 
     .venv/bin/python benchmarks/faults.py [--only NAME ...] [--long-hang-s 25]
 """
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window, simulator_line
+from asap_ros.sim.process import stop_gracefully
+from asap_ros.testing.ros_system import ROOT, RogueWriter, System, max_writers_in_window, simulator_line
 
 
 @dataclass
@@ -32,6 +35,8 @@ class Row:
     to_safe_ms: float | None
     """Fault -> first damping (or HOLD) command on rt/lowcmd; None: none seen."""
     writers: int
+    stiff_after: int
+    """Commands with kp > 0 after the first damping one (must be 0)."""
     reason: str
 
 
@@ -48,8 +53,9 @@ def observe(system: System, name: str, fault_at_ns: int, settle_s: float = 1.0,
     first = system.lowcmd.wait_for(safe, fault_at_ns, 10.0)
     time.sleep(settle_s)
     samples = system.lowcmd.between(fault_at_ns - 1_000_000_000, time.time_ns())
+    stiff = [s for s in samples if first is not None and s.stamp_ns > first.stamp_ns and not s.damping]
     return Row(name, (first.stamp_ns - fault_at_ns) / 1e6 if first else None, max_writers_in_window(samples),
-               operator_view(system))
+               len(stiff), operator_view(system))
 
 
 def hang(seconds: float) -> Callable[[System], Row]:
@@ -121,6 +127,102 @@ def clock_step(system: System) -> Row:
     return observe(system, "system clock 10 s back at motion step 30", started, settle_s=0.5)
 
 
+def stall(system: System) -> Row:
+    """One 300 ms actor step (a stall between the step's verdict and its write), no e-stop."""
+    return injected("a 300 ms step, no e-stop", "slow=0.3@motion_tick=25", "TAKEOVER")(system)
+
+
+def supervisor_dies(system: System) -> Row:
+    """SIGSTOP of the deploy node 1 s (takeover), SIGCONT, then SIGKILL of the supervisor: the
+    fault is the kill; the row's time is from the supervisor's last command to the deploy node's
+    first after it."""
+    system.track()
+    os.kill(system.deploy.pid, signal.SIGSTOP)
+    system.ros.spin_until(lambda: system.ros.latched.get("/asap_supervisor/state", "").startswith("TAKEOVER"), 5.0)
+    time.sleep(0.8)
+    os.kill(system.deploy.pid, signal.SIGCONT)
+    time.sleep(0.5)
+    supervisor = system.lowcmd.between(time.time_ns() - 200_000_000, time.time_ns())[-1].writer
+    killed = time.time_ns()
+    os.kill(system.supervisor.pid, signal.SIGKILL)
+    system.supervisor.wait(10)
+    row = observe(system, "supervisor killed during a takeover (from its last command)", killed, settle_s=1.0,
+                  safe=lambda s: s.writer != supervisor)
+    last = max(s.stamp_ns for s in system.lowcmd.between(killed - 500_000_000, killed + 500_000_000)
+               if s.writer == supervisor)
+    first = system.lowcmd.wait_for(lambda s: s.writer != supervisor, last, 1.0)
+    row.to_safe_ms = (first.stamp_ns - last) / 1e6 if first else None
+    system.start_supervisor()
+    return row
+
+
+def combo_held(system: System) -> Row:
+    """L2+B held on the remote, then ``ctl reset`` and ``ctl stand`` while it is held."""
+    from asap_ros.core.remote import parse_combo
+
+    system.track()
+    pressed = time.time_ns()
+    system.press_remote(parse_combo("L2+B"))
+    try:
+        system.ros.wait_mode("DAMPING", 5.0)
+        reset, stand = system.ctl("reset"), system.ctl("stand")
+        row = observe(system, "L2+B held, ctl reset + ctl stand while held", pressed, settle_s=0.5)
+        row.reason += f" | ctl reset: {reset.stdout.strip()} | ctl stand: {stand.stdout.strip()}"
+    finally:
+        system.press_remote(frozenset())
+    return row
+
+
+def two_supervisors(system: System) -> Row:
+    """A second supervisor; SIGSTOP of the deploy node 1 s, SIGCONT, ctl reset, ctl stand."""
+    second = system.start_second_supervisor()
+    try:
+        time.sleep(3.0)  # its start-up and listening
+        system.track()
+        stopped = time.time_ns()
+        os.kill(system.deploy.pid, signal.SIGSTOP)
+        time.sleep(1.0)
+        os.kill(system.deploy.pid, signal.SIGCONT)
+        time.sleep(1.0)
+        reset, stand = system.ctl("reset"), system.ctl("stand")
+        system.ros.wait_mode("HOLD", 30.0)
+        row = observe(system, "a second supervisor; SIGSTOP 1 s, SIGCONT, ctl reset, ctl stand", stopped, settle_s=0.5)
+        row.reason += f" | ctl reset: {reset.returncode}, ctl stand: {stand.returncode}"
+    finally:
+        stop_gracefully(second)
+    return row
+
+
+def estop_restart(system: System) -> Row:
+    """An e-stop, then the supervisor killed and started again: the e-stop is still held."""
+    sent, _ = system.ros.trigger_at("/asap_supervisor/estop")
+    system.ros.wait_mode("DAMPING", 5.0)
+    os.kill(system.supervisor.pid, signal.SIGKILL)
+    system.supervisor.wait(10)
+    system.start_supervisor()
+    refused = system.ros.trigger("/asap_deploy/reset")
+    row = observe(system, "e-stop, supervisor killed and restarted", sent, settle_s=0.5)
+    row.reason += f" | deploy reset: {refused}"
+    return row
+
+
+def rogue_writer(system: System) -> Row:
+    """A third participant writes damping at 50 Hz; the deploy node hangs (SIGSTOP)."""
+    system.track()
+    with RogueWriter():
+        stopped = time.time_ns()
+        os.kill(system.deploy.pid, signal.SIGSTOP)
+        try:
+            system.ros.spin_until(lambda: system.ros.latched.get("/asap_supervisor/state", "").startswith("TAKEOVER"),
+                                  5.0)
+            taken = time.time_ns()
+        finally:
+            os.kill(system.deploy.pid, signal.SIGCONT)
+    row = Row("a third writer on rt/lowcmd, deploy hung (to TAKEOVER state)", (taken - stopped) / 1e6, 0, 0,
+              operator_view(system))
+    return row
+
+
 def sim_motor(name: str, action: str, value: float, release: tuple[str, float]) -> Callable[[System], Row]:
     """The simulated motor 3 reports ``action`` = ``value`` while tracking; HOLD counts as safe."""
     def scenario(system: System) -> Row:
@@ -149,6 +251,12 @@ def scenarios(long_hang_s: float) -> dict[str, Callable[[System], Row]]:
         "thread-exit": injected("the control thread ends", "exit@motion_tick=30", "TAKEOVER"),
         "inf": injected("+inf actor output", "inf=3@motion_tick=40", "policy kick_level1"),
         "slow-estop": estop_during_slow_steps,
+        "stall": stall,
+        "supervisor-dies": supervisor_dies,
+        "combo-held": combo_held,
+        "two-supervisors": two_supervisors,
+        "estop-restart": estop_restart,
+        "rogue-writer": rogue_writer,
         "clock-step": clock_step,
         "motor-error": sim_motor("motor error bit", MOTOR_ERROR, 0x200, (MOTOR_ERROR, 0)),
         "hot-abort": sim_motor("motor at 80 C (abort level)", MOTOR_TEMPERATURE, 80.0, release_heat),
@@ -189,11 +297,12 @@ def main() -> None:
             print(f"{name}: done", file=sys.stderr, flush=True)
     finally:
         system.close()
-    print("| scenario | fault -> first damping/HOLD command (ms) | max writers in a 20 ms window | what the operator sees |")
-    print("|---|---|---|---|")
+    print("| scenario | fault -> first damping/HOLD command (ms) | max writers in a 20 ms window | kp > 0 after the "
+          "first damping | what the operator sees |")
+    print("|---|---|---|---|---|")
     for row in rows:
         latency = f"{row.to_safe_ms:.1f}" if row.to_safe_ms is not None else "none"
-        print(f"| {row.scenario} | {latency} | {row.writers} | {row.reason} |")
+        print(f"| {row.scenario} | {latency} | {row.writers} | {row.stiff_after} | {row.reason} |")
     print(simulator_line(system.sim.stats()))
     print(f"(logs: {logs})")
 

@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from asap_ros.bench.floor_probe import FloorProbe, Lateness, beside_the_floor
 from asap_ros.recording import topics as T
 from asap_ros.runtime.dds import process_domain
-from asap_ros.testing.ros_system import System, node_process, simulator_line
+from asap_ros.testing.ros_system import TEST_DEPLOY_PARAMS, System, node_process, simulator_line
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BAG_NAME = "bench"
@@ -196,13 +197,15 @@ def per_message_costs(samples: int = 2000) -> dict[str, float]:
     return {"raw_write_us": raw_us, "decode_reserialise_us": decode_us}
 
 
-def print_latency(steps: np.ndarray, sim: dict[str, Any]) -> None:
+def print_latency(steps: np.ndarray, sim: dict[str, Any], probe: Lateness | None = None) -> None:
     """Step latency (LowCmd write - LowState arrival) over the recorded steps built from a
-    LowState, deadline misses, and the simulator's LowState publish gaps."""
+    LowState, deadline misses beside the floor probe's, and the simulator's LowState publish gaps."""
     latency_ms = steps[steps[:, 1] > 0, 1] / 1e6
     p50, p99, pmax = np.percentile(latency_ms, [50, 99, 100])
     print(f"control step latency over {len(latency_ms)} steps: p50 {p50:.2f} ms  p99 {p99:.2f} ms  max {pmax:.2f} ms; "
           f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {int(steps[:, 2].sum())}")
+    if probe is not None:
+        print(beside_the_floor(steps[:, 2].astype(bool), probe))
     print(simulator_line(sim))
 
 
@@ -228,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     params = {"output_dir": str(output), "bag_name": BAG_NAME, "min_free_mb": 100.0,
               **dict(args.params)}
     recorder = node_process("recorder_node", args.domain, params, logs / "recorder.log")
+    probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"])
     try:
         system = System(args.domain, logs, deploy_params={"late_after_ms": LATE_AFTER_MS},
                         lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=MOCAP_RATE_HZ, mocap_readers=1)
@@ -237,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             system.start_supervisor()
             system.start_deploy()
             system.sim.start()
-            runs, faults, ended_early = run_motions(system, args.duration)
+            with probe:
+                runs, faults, ended_early = run_motions(system, args.duration)
         finally:
             system.close()  # supervisor, deploy (it logs its counts), then the simulator
         cpu, wall = cpu_seconds(recorder.pid) - cpu_start, time.monotonic() - wall_start
@@ -284,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"UDP datagrams dropped on the recorder's sockets (receive buffer full): {drops}")
     print(f"every published message recorded: {'yes' if complete else 'NO'}")
     print(f"recorder CPU: {cpu / wall * 100:.1f} % of one core over {wall:.0f} s; peak RSS {rss:.0f} MB")
-    print_latency(steps, sim)
+    print_latency(steps, sim, probe.lateness)
     costs = per_message_costs()
     print(f"per LowState: raw bytes into the bag {costs['raw_write_us']:.1f} µs; "
           f"decode + re-serialise {costs['decode_reserialise_us']:.1f} µs")

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -23,7 +24,7 @@ import numpy as np
 
 from asap_ros.runtime.scheduling import run_realtime
 
-__all__ = ["Lateness", "lateness_summary", "probe", "main"]
+__all__ = ["FloorProbe", "Lateness", "beside_the_floor", "lateness_summary", "main", "probe"]
 
 LATE_AFTER_NS = 5_000_000
 """A wake-up this long past its deadline counts as a miss (the control loop's shipped ``late_after_ms``)."""
@@ -79,6 +80,50 @@ def probe(period_ns: int, stop: threading.Event, priority: int = 0) -> list[int]
         if now >= deadline:  # overslept whole periods: keep the grid, as the control loop does
             deadline += ((now - deadline) // period_ns + 1) * period_ns
     return late
+
+
+def beside_the_floor(late_flags: np.ndarray | list[bool], probe: Lateness) -> str:
+    """The control loop's late steps (one flag per step, in order) beside the probe's, and the ratio
+    of their shares (the acceptance: at most 1.5)."""
+    flags = np.asarray(late_flags, dtype=bool)
+    longest = run = 0
+    for late in flags:
+        run = run + 1 if late else 0
+        longest = max(longest, run)
+    share = flags.mean() if len(flags) else 0.0
+    ratio = f"{share / probe.share:.2f}x the probe's share" if probe.share else "the probe missed none"
+    return (f"control loop: {int(flags.sum())} of {len(flags)} steps late > {LATE_AFTER_NS / 1e6:g} ms "
+            f"({100 * share:.2f}%), longest run {longest}: {ratio}\n{probe.line('floor probe (same priority, same run)')}")
+
+
+class FloorProbe:
+    """The probe as a child process for the length of a ``with`` block (benchmarks): started before
+    the loop it is compared with, stopped after it; :attr:`lateness` is its summary afterwards."""
+
+    def __init__(self, priority: int, period_ms: float = 20.0, cpu: int | None = None) -> None:
+        import tempfile
+
+        self._json = Path(tempfile.mkdtemp(prefix="floor_probe_")) / "probe.json"
+        self._command = [sys.executable, "-m", "asap_ros.bench.floor_probe", "--priority", str(priority),
+                         "--period-ms", str(period_ms), "--json", str(self._json)]
+        if cpu is not None:
+            self._command += ["--cpu", str(cpu)]
+        self._process: subprocess.Popen | None = None
+        self.late_ns: list[int] = []
+        self.lateness: Lateness | None = None
+
+    def __enter__(self) -> FloorProbe:
+        self._process = subprocess.Popen(self._command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        assert self._process is not None
+        self._process.send_signal(signal.SIGTERM)
+        _, err = self._process.communicate(timeout=30)
+        if self._process.returncode != 0 or not self._json.exists():
+            raise RuntimeError(f"floor probe failed (exit {self._process.returncode}): {err.strip()}")
+        self.late_ns = json.loads(self._json.read_text())["late_ns"]
+        self.lateness = lateness_summary(self.late_ns)
 
 
 def main(argv: list[str] | None = None) -> int:

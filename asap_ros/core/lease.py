@@ -175,10 +175,11 @@ class WriteLease:
     _sent_seq: list[int] = field(init=False)
     _bound: _Bound | None = field(default=None, init=False)
     _estop_held: str | None = field(default=None, init=False)
-    _last_beat_ns: int | None = field(default=None, init=False)
+    _last_verdict_ns: int | None = field(default=None, init=False)
     _resumed_ns: int | None = field(default=None, init=False)
-    """When this process last started or came back from a stall of its own (no beat for longer than
-    ``2 * period_ns``): the supervisor's word is awaited for one lease before its silence counts."""
+    """When this process last started or came back from a stall of its own (no verdict for longer
+    than ``2 * period_ns``, a stall within a step included): the supervisor's word is awaited for
+    one lease before its silence counts."""
     ignored_grants: int = field(default=0, init=False)
     """Grants of supervisors other than the one obeyed."""
     last_verdict: Verdict = field(default=_NO_GRANT, init=False)
@@ -210,7 +211,6 @@ class WriteLease:
         """Beat ``seq`` goes out at ``now_ns``."""
         slot = seq % self.history
         self._sent_seq[slot], self._sent_ns[slot] = seq, now_ns
-        self._last_beat_ns = now_ns
 
     def receive(self, grant: Grant, now_ns: int) -> None:
         """A grant taken from the bus at ``now_ns``: kept if it is the obeyed supervisor's (or, when
@@ -230,8 +230,9 @@ class WriteLease:
     # --- the step's verdict --------------------------------------------------------------------
     def verdict(self, now_ns: int) -> Verdict:
         """What this step may do; kept as :attr:`last_verdict` (read by other threads)."""
-        if self._last_beat_ns is None or now_ns - self._last_beat_ns > self.margin_ns:
+        if self._last_verdict_ns is None or now_ns - self._last_verdict_ns > self.margin_ns:
             self._resumed_ns = now_ns
+        self._last_verdict_ns = now_ns
         self.last_verdict = verdict = self._decide(now_ns)
         return verdict
 

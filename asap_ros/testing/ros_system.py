@@ -134,6 +134,37 @@ class LowCmdObserver:
         self._reader.close()
 
 
+class RogueWriter:
+    """A participant that is neither asap_deploy nor asap_supervisor writing damping LowCmds on
+    rt/lowcmd at 50 Hz while the ``with`` block runs (a stray tool on the robot's network)."""
+
+    def __init__(self) -> None:
+        import numpy as np
+        from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
+
+        from asap_ros.g1.codec import LowCmdEncoder, damping_command
+        from asap_ros.g1.layout import LOWCMD_TOPIC
+        from asap_ros.runtime.dds import RawWriter
+
+        self._writer = RawWriter(LOWCMD_TOPIC, LowCmd_)
+        self._payload = LowCmdEncoder().encode_cdr(damping_command(np.full(29, 1.0)), 5)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rogue-writer", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self._writer.write(self._payload)
+
+    def __enter__(self) -> RogueWriter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._writer.close()
+
+
 def max_writers_in_window(samples: list[LowCmdSample], window_ns: int = 20_000_000) -> int:
     """The most distinct writers among samples that arrived within any ``window_ns`` of each other."""
     most, start = 0, 0
@@ -271,7 +302,7 @@ class System:
         self.ros = RosClient(domain)
         self.deploy: subprocess.Popen | None = None
         self.supervisor: subprocess.Popen | None = None
-        self._deploy_runs = 0
+        self._deploy_runs = self._supervisor_runs = 0
 
     def start_deploy(self, mode: str = "PASSIVE") -> None:
         """Start asap_deploy and wait for ``mode`` (DAMPING when it starts during a takeover)."""
@@ -284,13 +315,40 @@ class System:
     def start_supervisor(self) -> None:
         """Start asap_supervisor and wait until it has listened and has authority (or streams damping)."""
         self.ros.latched.pop("/asap_supervisor/state", None)
+        self._supervisor_runs += 1
         self.supervisor = node_process("supervisor_node", self.domain, self.supervisor_params,
-                                       self.logs / "supervisor.log")
+                                       self.logs / f"supervisor{self._supervisor_runs}.log")
         assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state", "").startswith(
             ("WATCHING", TAKEOVER)), 30.0), self.log("supervisor")
 
+    def start_second_supervisor(self, name: str = "second_supervisor") -> subprocess.Popen:
+        """Another asap_supervisor (node ``name``, the test priorities) beside the first; it must
+        join as SECONDARY. Its log is ``<name>.log``; stopping it is the caller's."""
+        args = [sys.executable, "-m", "asap_ros.ros.supervisor_node", "--ros-args", "-r", f"__node:={name}",
+                "-p", f"dds_domain:={self.domain}"]
+        for key, value in self.supervisor_params.items():
+            args += ["-p", f"{key}:={value}"]
+        env = {**os.environ, "ROS_DOMAIN_ID": str(self.domain)}
+        return subprocess.Popen(dying_with_this_process(args), env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
+                                stdout=(self.logs / f"{name}.log").open("w"), stderr=subprocess.STDOUT)
+
+    def press_remote(self, buttons: frozenset[str]) -> None:
+        """Hold ``buttons`` on the simulated G1's wireless remote (an empty set releases them)."""
+        from asap_ros.core.remote import RemoteState, encode_remote
+        from asap_ros.sim.dds_types import REMOTE_BUTTONS
+
+        raw = encode_remote(RemoteState(buttons))
+        self.sim.request(REMOTE_BUTTONS, raw[2] | raw[3] << 8)
+
+    def ctl(self, *args: str, timeout_s: float = 15.0) -> subprocess.CompletedProcess:
+        """``asap-ros ctl ARGS --timeout timeout_s`` as an operator runs it, on this domain."""
+        env = {**os.environ, "ROS_DOMAIN_ID": str(self.domain)}
+        return subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", *args, "--timeout", str(timeout_s)],
+                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=90)
+
     def log(self, which: str) -> str:
-        files = sorted(self.logs.glob(f"{which}*.log"))
+        """The end of the newest log of ``which`` (``deploy``, ``supervisor``, ``asap_sim``)."""
+        files = sorted(self.logs.glob(f"{which}*.log"), key=lambda f: f.stat().st_mtime)
         return files[-1].read_text()[-3000:] if files else "(no log)"
 
     def start(self) -> None:

@@ -54,6 +54,18 @@ def test_a_step_stalled_between_its_verdict_and_its_write_writes_nothing_stale()
     assert bus.writers_after(stalled_at) == ["deploy", "supervisor1"]
 
 
+def test_after_a_stall_within_a_step_the_deploy_node_waits_for_the_supervisors_word() -> None:
+    """The stalled step ends just before the next deadline and the supervisor's answer to its beat
+    takes 5 ms: the deploy node must not take its stale TAKEOVER grant for the supervisor's silence."""
+    bus = Bus(delay_ns=5 * MS)
+    bus.add_supervisor("supervisor1")
+    bus.run_until(SETTLED)
+    bus.deploy.stall_in_step[bus.deploy.seq + 2] = 298 * MS
+    bus.run_for(2000 * MS)
+    assert bus.max_writers_in_window() == 1
+    assert bus.writers_after(SETTLED) == ["deploy", "supervisor1"]
+
+
 @pytest.mark.parametrize("hang_ms", [100, 1000, 8000])
 def test_a_hung_deploy_node_is_taken_over_and_never_writes_beside_the_supervisor(hang_ms: int) -> None:
     bus = started()
@@ -360,16 +372,16 @@ def test_grants_of_another_supervisor_are_ignored_until_the_obeyed_one_is_silent
 
 def test_a_takeover_grant_that_stops_coming_makes_the_deploy_node_stream_damping() -> None:
     lease = WriteLease(0xD1, PERIOD)
-    for seq in range(1, 5):
-        lease.beat(seq, seq * PERIOD)
-        grant(lease, seq, Supervision.TAKEOVER, now=seq * PERIOD + MS, reason="deploy silent")
-        assert lease.verdict(seq * PERIOD + 2 * MS).yielded
-    last_beat = 4 * PERIOD
-    for seq in range(5, 9):
+    last_answered = 10  # the supervisor answers beats 1..10 with TAKEOVER, then dies
+    for seq in range(1, 21):
         now = seq * PERIOD
-        lease.beat(seq, now)
-        verdict = lease.verdict(now + MS)
-        assert verdict.yielded == (now + MS - last_beat < TAKEOVER_SILENCE_NS)
+        verdict = lease.verdict(now)
+        if seq > 1 and now >= TIMING.lease_ns:  # past the start-up wait
+            silent_ns = now - (last_answered * PERIOD + MS)
+            assert verdict.yielded == (silent_ns < TAKEOVER_SILENCE_NS), (seq, verdict)
+        lease.beat(seq, now + MS)
+        if seq <= last_answered:
+            grant(lease, seq, Supervision.TAKEOVER, now=now + 2 * MS, reason="deploy silent")
     assert verdict.writer is Writer.OWN_DAMPING and "went silent" in (verdict.fault or "")
     assert lease.beat_flags(True, True) & BeatFlag.TOOK_BACK
 
@@ -378,6 +390,7 @@ def test_after_a_stall_of_its_own_the_deploy_node_waits_a_lease_for_the_supervis
     lease = WriteLease(0xD1, PERIOD)
     lease.beat(1, 0)
     grant(lease, 1, Supervision.TAKEOVER, now=MS)
+    lease.verdict(MS)
     resumed = 8000 * MS  # after 8 s: the newest grant names a beat 8 s old, and nothing answers
     for seq, now in enumerate(range(resumed, resumed + TIMING.lease_ns, PERIOD), start=2):
         verdict = lease.verdict(now)

@@ -18,24 +18,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def realtime_controller_config(tmp_path_factory) -> Path:
-    """The package controller config, but 50 consecutive late steps before a fault instead of 5:
-    the real-time end-to-end test runs on a shared 2-core machine whose stalls (simulator and
-    control process on the same cores) trip the late-step fault; that fault has its own tests.
-    (The gap and metrics sessions keep the default: a stalled run faults and is run again,
-    since a degraded run would skew the figures they check.)"""
-    import yaml
-
-    from asap_ros.config.paths import config_file
-
-    data = yaml.safe_load(config_file("controller.yaml").read_text())
-    data["safety"]["max_consecutive_late_steps"] = 50
-    path = tmp_path_factory.mktemp("controller") / "controller_realtime_tests.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-@pytest.fixture(scope="session")
 def sim_session_bag(tmp_path_factory) -> Path:
     """A session recorded the way an operator records one: ``asap-ros sim --record`` (kick_level1
     on the simulated G1 in real time, asap_recorder as its own process). Heavy: one real-time

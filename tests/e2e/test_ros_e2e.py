@@ -48,24 +48,14 @@ def test_estop_service_while_tracking_sends_damping_at_once(system):
     print(f"\ne-stop service -> first damping LowCmd: {distribution_ms(latencies)}")
 
 
-def ctl(system: System, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
-    return subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
-
-
 def test_the_estop_combo_is_held_while_the_operator_holds_it(system):
     """L2 alone does nothing; L2+B on the simulated G1's wireless remote (LowState bytes 2-3)
     reaches the supervisor, which e-stops asap_deploy. While the combo is held, ``ctl reset`` and
     ``ctl stand`` are refused and nothing but damping reaches the robot; once released, a reset
     (supervisor, then deploy node) and Stand bring it back."""
-    from asap_ros.core.remote import RemoteState, encode_remote, parse_combo
-    from asap_ros.sim.dds_types import REMOTE_BUTTONS
+    from asap_ros.core.remote import parse_combo
 
-    def press(buttons: frozenset[str]) -> None:
-        raw = encode_remote(RemoteState(buttons))
-        system.sim.request(REMOTE_BUTTONS, raw[2] | raw[3] << 8)
-
+    press = system.press_remote
     system.track()
     press(frozenset({"L2"}))
     time.sleep(0.3)
@@ -79,7 +69,7 @@ def test_the_estop_combo_is_held_while_the_operator_holds_it(system):
         print(f"\nsimulated remote L2+B -> first damping LowCmd: {(damping.stamp_ns - pressed) / 1e6:.1f} ms")
         assert system.ros.wait_mode("DAMPING", 5.0)
         assert system.ros.spin_until(lambda: "wireless remote B+L2" in system.log("supervisor"), 2.0)
-        reset, stand = ctl(system, "reset"), ctl(system, "stand")
+        reset, stand = system.ctl("reset"), system.ctl("stand")
         assert reset.returncode == 1 and "the e-stop combo is held on the remote" in reset.stdout, reset.stdout
         assert stand.returncode == 1 and "refused" in stand.stdout, stand.stdout
         time.sleep(0.5)
@@ -88,7 +78,7 @@ def test_the_estop_combo_is_held_while_the_operator_holds_it(system):
     finally:
         press(frozenset())
     time.sleep(0.1)
-    reset = ctl(system, "reset")
+    reset = system.ctl("reset")
     assert reset.returncode == 0, reset.stdout + reset.stderr
     system.stand()
 

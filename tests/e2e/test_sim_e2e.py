@@ -13,11 +13,12 @@ from asap_ros.sim.session import COMPLETED
 from asap_ros.sim.summary import load_summary
 
 
-def test_kick_in_real_time_over_dds(tmp_path, realtime_controller_config):
+def test_kick_in_real_time_over_dds(tmp_path):
+    """The main job with the shipped safety limits (50 ms state age, 5 late steps of 5 ms)."""
     out = tmp_path / "run"
     command = [
         sys.executable, "-m", "asap_ros.cli", "sim", "--policy", "policies/kick_level1.yaml",
-        "--stand-up-s", "1", "--out", str(out), "--controller-config", str(realtime_controller_config),
+        "--stand-up-s", "1", "--out", str(out),
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
