@@ -31,6 +31,8 @@ RECORDER_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("mocap_pose_topic", "str", "geometry_msgs/PoseStamped from motion capture ('' = not recorded)", empty_ok=True),
     ParamSpec("mocap_odometry_topic", "str", "nav_msgs/Odometry from motion capture ('' = not recorded)", empty_ok=True),
     ParamSpec("diagnostics_topic", "str", "diagnostics: recorded, and where the recorder reports its status"),
+    ParamSpec("operator_topic", "str", "std_msgs/String: the deploy node's operator requests ('' = not recorded)",
+              empty_ok=True),
     ParamSpec("status_rate_hz", "float", "rate of the recorder's own diagnostics status", low=0.1, high=10.0),
     ParamSpec("policies", "str_list", "policy spec files described in the session (relative: package policies/)"),
     ParamSpec("assets_dir", "str", "ASAP asset root ('' = ASAP_ASSETS / default search)", empty_ok=True),
@@ -50,7 +52,7 @@ class RecorderConfig:
     split: SplitPolicy = SplitPolicy()
     min_free_bytes: int = 0
     ros_topics: dict[str, str] = field(default_factory=dict)
-    """``mocap_pose``/``mocap_odometry``/``diagnostics`` -> topic name ('' = not recorded)."""
+    """``mocap_pose``/``mocap_odometry``/``diagnostics``/``operator`` -> topic name ('' = not recorded)."""
     status_rate_hz: float = 1.0
     dds_domain: int = 0
     network_interface: str = "lo"
@@ -80,6 +82,7 @@ def recorder_config(values: Mapping[str, Any], source: str) -> RecorderConfig:
             "mocap_pose": values["mocap_pose_topic"],
             "mocap_odometry": values["mocap_odometry_topic"],
             "diagnostics": values["diagnostics_topic"],
+            "operator": values["operator_topic"],
         },
         status_rate_hz=values["status_rate_hz"],
         dds_domain=values["dds_domain"],

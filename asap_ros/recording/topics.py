@@ -54,5 +54,6 @@ ROS_TYPES: dict[str, str] = {
     "mocap_pose": "geometry_msgs/msg/PoseStamped",
     "mocap_odometry": "nav_msgs/msg/Odometry",
     "diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
+    "operator": "std_msgs/msg/String",
 }
 """ROS inputs (config key of their topic name -> type), subscribed with rclpy."""

@@ -5,8 +5,8 @@ The control loop runs on its own thread with the unitree DDS ``rt/lowstate`` rea
 uses too); rclpy never calls into the control path.
 Off the control path (the loop's sink thread and rclpy timers) the node publishes
 ``joint_states``, ``imu``, ``~/mode`` and ``~/fault`` (latched), ``diagnostics`` (latched),
-``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.runtime.step_topics`), and
-``~/process`` (latched ``host:pid``) for ``asap_supervisor``. With ``supervised`` (the default)
+``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.runtime.step_topics`).
+With ``supervised`` (the default)
 the control thread writes ``rt/lowcmd`` only under the supervisor's lease
 (:mod:`asap_ros.core.lease`): one beat per step out, grants in, both on unitree DDS; Stand
 and Start are refused while the supervisor objects, Reset while it holds an e-stop or streams
@@ -26,8 +26,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-import os
-import socket
 import sys
 import threading
 import time
@@ -121,9 +119,6 @@ class DeployNode:
         self._shown: tuple[str, str] | None = None
         self._mode_differed = False
         self._show_mode(self.controller.mode.name, "", f"starting in {self.controller.mode.name}")
-        process = node.create_publisher(String, "~/process", latched)  # lets a local supervisor watch for exit
-        process.publish(String(data=f"{socket.gethostname()}:{os.getpid()}"))
-        self._process_pub = process
         self._state_publisher = StatePublisher(node, self.loop, self.robot.joint_names)
         self._diagnostics = DiagnosticsPublisher(node, self.loop, self.robot.joint_names, config.safety,
                                                  self.operator_records, self.dds.arbiter)

@@ -173,16 +173,20 @@ def test_a_third_writer_does_not_hide_a_hung_deploy_node(system):
 
 
 def test_another_deploy_process_exiting_is_no_takeover(system):
-    """A second asap_deploy (same node name) gets no grant while the first beats; its exit leaves
-    the supervisor watching the one it grants."""
+    """A second asap_deploy (the same node name, so its latched ``~/process`` and ``~/mode`` share
+    the first one's topics) gets no grant while the first beats; its exit leaves the supervisor
+    watching the one it grants, whose stiff commands go on alone."""
+    deploy = writer_of(system, lambda s: not s.damping)
     stray = node_process("deploy_node", system.domain, system.deploy_params, system.logs / "stray_deploy.log")
+    began = time.time_ns()
     time.sleep(5.0)
     stray.terminate()
     stray.wait(30)
     time.sleep(1.0)
     system.ros.spin_until(lambda: False, 0.2)
     assert system.ros.latched[SUPERVISOR].startswith("WATCHING"), system.ros.latched
-    assert system.ros.latched["/asap_deploy/mode"] == "HOLD", system.ros.latched
+    samples = system.lowcmd.between(began, time.time_ns())
+    assert {s.writer for s in samples} == {deploy} and not [s for s in samples[-20:] if s.damping]
 
 
 def test_the_estop_service_never_waits_behind_a_slow_request(system):
