@@ -123,8 +123,20 @@ def check_graph(graph: RosGraph) -> list[Check]:
     if state is None:
         checks.append(warn("ros asap_supervisor", f"running, but no {SUPERVISOR_STATE_TOPIC} arrived",
                            "check both sides use the same RMW_IMPLEMENTATION and ROS_DOMAIN_ID"))
-    elif state == WATCHING:
-        checks.append(ok("ros asap_supervisor", f"armed: {state} (takes over if asap_deploy dies or hangs)"))
+    elif state.startswith(f"{WATCHING}: armed") and "held" not in state:
+        checks.append(ok("ros asap_supervisor", f"{state} (takes over if asap_deploy dies or hangs)"))
+    elif state.startswith(WATCHING) and "held" in state:
+        checks.append(fail("ros asap_supervisor", f"{state}: the deploy node refuses Reset, Stand and Start",
+                           "release the remote's combo, then asap-ros ctl reset"))
+    elif state.startswith(WATCHING):
+        checks.append(fail("ros asap_supervisor", f"{state}: it would not notice asap_deploy dying or hanging"
+                           if deploy else f"{state} (start asap_deploy)",
+                           "check that asap_deploy and asap_supervisor share the unitree DDS domain and network "
+                           "interface (dds_domain, network_interface)") if deploy
+                      else ok("ros asap_supervisor", f"{state} (start asap_deploy)"))
+    elif state.startswith("SECONDARY"):
+        checks.append(warn("ros asap_supervisor", f"{state}: this one only forwards e-stops",
+                           "run one asap_supervisor per robot; a second one is for an ENTER e-stop terminal only"))
     else:
         checks.append(fail("ros asap_supervisor", f"{state} (it streams damping to the robot)",
                            "find the cause in the state above and asap-ros ctl status, then asap-ros ctl reset"))

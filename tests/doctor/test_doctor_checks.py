@@ -185,8 +185,15 @@ def test_ros_environment_and_graph(monkeypatch):
     assert [c.status for c in check_graph(RosGraph([], None))] == [OK, OK]
     alone = by_name(check_graph(RosGraph(["/asap_deploy"], None)))
     assert alone["ros asap_supervisor"].status == FAIL
-    armed = by_name(check_graph(RosGraph(["/asap_deploy", "/asap_supervisor"], "WATCHING")))
+    both = ["/asap_deploy", "/asap_supervisor"]
+    armed = by_name(check_graph(RosGraph(both, "WATCHING: armed (asap_deploy heard)")))
     assert armed["ros asap_supervisor"].status == OK and "armed" in armed["ros asap_supervisor"].message
+    deaf = by_name(check_graph(RosGraph(both, "WATCHING: not armed (no asap_deploy heard)")))
+    assert deaf["ros asap_supervisor"].status == FAIL and "would not notice" in deaf["ros asap_supervisor"].message
+    held = by_name(check_graph(RosGraph(both, "WATCHING: armed (asap_deploy heard); e-stop from terminal held")))
+    assert held["ros asap_supervisor"].status == FAIL and "ctl reset" in held["ros asap_supervisor"].fix
+    second = by_name(check_graph(RosGraph(both, "SECONDARY: asap_deploy obeys supervisor 51")))
+    assert second["ros asap_supervisor"].status == WARN
     took_over = by_name(check_graph(RosGraph(["/asap_supervisor"], "TAKEOVER: deploy exited")))
     assert took_over["ros asap_supervisor"].status == FAIL and "ctl reset" in took_over["ros asap_supervisor"].fix
     assert check_graph(RosGraph([], None, error="RuntimeError: no rmw"))[0].status == FAIL
