@@ -157,6 +157,14 @@ def test_missing_clip(tmp_path, robot):
          r"\(phase\.control_dt 0\.02 s\): a shorter blend would jump to the start pose at the motion's gains \(got 0\.0\)"),
         (lambda d: d["prepare"].update(blend_s=0.019), r"prepare\.blend_s: must be at least one control step"),
         (lambda d: d.update(phaze={}), r"phaze: unknown key"),
+        (lambda d: d.setdefault("gains", {}).update(kp={"left_knee_joint": 5000}),
+         r"gains\.kp\.left_knee_joint: must be at most 2780 \(the motor's 139 N m effort limit reached at 0\.05 rad; "
+         r"a larger gain only saturates the motor\) \(got 5000\.0\)"),
+        (lambda d: d.setdefault("gains", {}).update(kd={"left_wrist_roll_joint": 30}),
+         r"gains\.kd\.left_wrist_roll_joint: must be at most 25 \(the motor's 25 N m effort limit reached at 1 rad/s"),
+        (lambda d: d["action"].update(scale=5.0), r"action\.scale: out of range: allowed 1e-06 <= value <= 1 \(got 5\.0\)"),
+        (lambda d: d["action"].update(clip=0), r"action\.clip: out of range: allowed 1e-06 <= value <= 100 \(got 0\)"),
+        (lambda d: d["action"].update(clip=1000), r"action\.clip: out of range: allowed 1e-06 <= value <= 100"),
     ],
 )
 def test_other_bad_values(tmp_path, robot, edit, message):

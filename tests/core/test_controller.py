@@ -479,6 +479,16 @@ def test_damping_is_left_only_by_reset(rig: Rig, config) -> None:
     assert out.mode is Mode.PASSIVE and out.fault is None and rig.controller.fault_reason is None
     assert (out.transition.from_mode, out.transition.to_mode) == (Mode.DAMPING, Mode.PASSIVE)
     np.testing.assert_array_equal(out.command.kp, np.zeros(NUM_MOTORS))
+    np.testing.assert_array_equal(out.command.kd, config.damping_kd)  # damping kept until Stand: no collapse
+    rig.step()
+    rig.request(Stand())
+    assert rig.step().mode is Mode.STAND_UP
+
+
+def test_passive_at_start_up_applies_the_passive_kd(rig: Rig, config) -> None:
+    out = rig.step()
+    assert out.mode is Mode.PASSIVE
+    np.testing.assert_array_equal(out.command.kd, config.passive_kd)
 
 
 def test_reset_forgets_the_consecutive_counters_and_the_last_state(rig: Rig, config) -> None:

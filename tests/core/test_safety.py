@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -21,6 +22,7 @@ from asap_ros.core.safety import (
     check_actor_output,
     check_target_step,
     describe_motor_error,
+    implausible_temperature,
     torso_tilt_cos,
 )
 from asap_ros.core.state import NUM_MOTORS, RobotState
@@ -229,3 +231,47 @@ def test_bad_safety_config_names_file_key_value(change: dict, match: str) -> Non
     with pytest.raises(ConfigError, match=match) as error:
         read_safety_config(ConfigReader(data, "controller.yaml", "safety"))
     assert error.value.file == "controller.yaml"
+
+
+def test_a_state_whose_tick_does_not_advance_ages_from_its_first_arrival(robot: RobotModel) -> None:
+    """A frozen or replayed stream: new arrivals of a tick already seen do not make it fresh."""
+    monitor = SafetyMonitor(CONFIG, robot.joint_names, robot.q_lower, robot.q_upper, robot.dq_limit)
+    first = dataclasses.replace(healthy(robot), tick=100, arrival_ns=NOW - 2_000_000)
+    assert monitor.check(first, NOW, late=False) is None
+    for age_ms, tick in ((20, 100), (40, 99)):  # the same tick again, then an older one (a replay)
+        later = dataclasses.replace(first, tick=tick, arrival_ns=NOW + age_ms * 1_000_000)
+        assert monitor.check(later, NOW + age_ms * 1_000_000, late=False) is None  # 42 ms: still within 50
+    frozen = dataclasses.replace(first, arrival_ns=NOW + 60_000_000)
+    problem = monitor.check(frozen, NOW + 60_000_000, late=False)
+    assert problem == "stale robot state: 62.0 ms old (limit 50 ms): robot tick 100 does not advance past 100"
+    advancing = dataclasses.replace(first, tick=101, arrival_ns=NOW + 61_000_000)
+    assert monitor.check(advancing, NOW + 61_000_000, late=False) is None
+
+
+def test_a_restarted_robot_tick_is_a_new_baseline_only_when_unpowered(robot: RobotModel) -> None:
+    monitor = SafetyMonitor(CONFIG, robot.joint_names, robot.q_lower, robot.q_upper, robot.dq_limit)
+    assert monitor.check(dataclasses.replace(healthy(robot), tick=5000), NOW, late=False) is None
+    restarted = dataclasses.replace(healthy(robot), tick=3, arrival_ns=NOW + 60_000_000)
+    assert "does not advance" in (monitor.check(restarted, NOW + 61_000_000, late=False) or "")
+    assert monitor.check(restarted, NOW + 61_000_000, late=False, powered=False) is None
+
+
+def test_a_mode_machine_change_while_powered_is_a_fault(robot: RobotModel) -> None:
+    monitor = SafetyMonitor(CONFIG, robot.joint_names, robot.q_lower, robot.q_upper, robot.dq_limit)
+    state = dataclasses.replace(healthy(robot), tick=1, mode_machine=5)
+    assert monitor.check(state, NOW, late=False) is None
+    changed = dataclasses.replace(state, tick=2, mode_machine=6)
+    assert monitor.check(changed, NOW, late=False) == ("robot mode_machine changed from 5 to 6 while the motors "
+                                                       "are powered")
+    assert monitor.check(changed, NOW, late=False, powered=False) is None  # PASSIVE: the new baseline
+    assert monitor.check(dataclasses.replace(changed, tick=3), NOW, late=False) is None
+
+
+def test_implausible_temperatures_are_named() -> None:
+    names = tuple(f"m{i}" for i in range(NUM_MOTORS))
+    temps = np.full(NUM_MOTORS, 40.0)
+    assert implausible_temperature(temps, names) is None
+    temps[7] = 0.0
+    assert implausible_temperature(temps, names).startswith("implausible temperature reading: motor m7 at 0 C")
+    temps[7], temps[2] = 40.0, 400.0
+    assert "motor m2 at 400 C" in implausible_temperature(temps, names)
