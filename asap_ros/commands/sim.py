@@ -17,7 +17,6 @@ import os
 import struct
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,26 +91,34 @@ def policy_path(policy: Path | None) -> Path:
 class GroundTruthBuffer:
     """The simulator's ground truth by LowState tick (raw samples of the newest ``capacity`` ticks).
 
-    Samples stay serialised until asked for: 500 per second arrive, one per control step is used.
+    Taken in batches by the thread that asks (the loop's sink thread, once per step), not handed
+    to a Python thread 500 times a second: fewer wake-ups contending for the GIL the control
+    thread needs. Samples stay serialised until asked for.
     """
 
     TICK = struct.Struct("<I")  # GroundTruth_.tick: the first field after the 4-byte CDR header
+    HISTORY = 1024
+    """Samples the DDS reader keeps between two takes (2 s at 500 Hz)."""
 
     def __init__(self, capacity: int = 4096):
+        from cyclonedds.core import Policy
+        from cyclonedds.qos import Qos
+
+        from asap_ros.runtime.dds import PolledReader
+        from asap_ros.sim.dds_types import GROUND_TRUTH_TOPIC, GroundTruth_
+
+        self._reader = PolledReader(GROUND_TRUTH_TOPIC, GroundTruth_, Qos(Policy.History.KeepLast(self.HISTORY)),
+                                    depth=self.HISTORY)
         self._payloads: collections.OrderedDict[int, bytes] = collections.OrderedDict()
         self._capacity = capacity
-        self._cond = threading.Condition()
         self.received = 0
 
-    def on_payload(self, payload: bytes, _stamp_ns: int, _writer: int) -> None:
-        """RawReader handler (DDS thread)."""
-        tick = self.TICK.unpack_from(payload, 4)[0]
-        with self._cond:
-            self._payloads[tick] = payload
+    def _take(self) -> None:
+        for payload in self._reader.take_all():
+            self._payloads[self.TICK.unpack_from(payload, 4)[0]] = payload
             if len(self._payloads) > self._capacity:
                 self._payloads.popitem(last=False)
             self.received += 1
-            self._cond.notify_all()
 
     def get(self, tick: int, timeout_s: float):
         """The :class:`~asap_ros.tracking.evaluation.BodyPose` published with LowState ``tick``; ``None`` if it did not arrive."""
@@ -120,13 +127,19 @@ class GroundTruthBuffer:
         from asap_ros.sim.dds_types import GroundTruth_
         from asap_ros.tracking.evaluation import BodyPose
 
-        with self._cond:
-            self._cond.wait_for(lambda: tick in self._payloads, timeout=timeout_s)
-            payload = self._payloads.get(tick)
+        deadline = time.monotonic() + timeout_s
+        self._take()
+        while tick not in self._payloads and (left := deadline - time.monotonic()) > 0:
+            self._reader.wait(left)
+            self._take()
+        payload = self._payloads.get(tick)
         if payload is None:
             return None
         sample = GroundTruth_.deserialize(payload)
         return BodyPose(np.array(sample.pelvis_pos), np.array(sample.pelvis_quat_wxyz), np.array(sample.q))
+
+    def close(self) -> None:
+        self._reader.close()
 
 
 def _start_simulator(args: argparse.Namespace, domain: int, out_dir: Path, record: bool, rt_priority: int) -> subprocess.Popen:
@@ -166,7 +179,7 @@ class RealTimeRun:
         self.args, self.setup, self.out_dir = args, setup, out_dir
         self.rt_priority, self.priority_note = rt_priority, priority_note
         self.trace = RunTrace()
-        self.ground_truth = GroundTruthBuffer()
+        self.ground_truth: GroundTruthBuffer | None = None
         self.processes: list[subprocess.Popen] = []
         self.loop: Any = None
         self._closers: list[Any] = []
@@ -184,7 +197,6 @@ class RealTimeRun:
         from asap_ros.runtime.fault_injection import FaultInjection
         from asap_ros.runtime.wiring import DdsControl
         from asap_ros.sim.control import SimControlClient
-        from asap_ros.sim.dds_types import GROUND_TRUTH_TOPIC, GroundTruth_
 
         args, recording = self.args, self.args.record is not None
         domain = dds.process_domain()
@@ -199,7 +211,8 @@ class RealTimeRun:
                              receive_priority=self.rt_priority + 1 if self.rt_priority else 0)
         self._closers.append(control)
         self.loop = control.loop
-        self._closers.append(dds.RawReader(GROUND_TRUTH_TOPIC, GroundTruth_, self.ground_truth.on_payload))
+        self.ground_truth = GroundTruthBuffer()  # after init_channels: its reader is on this run's domain
+        self._closers.append(self.ground_truth)
         self.loop.add_sink(self._trace_step)
         _wait_for_simulator(self.loop, self.processes[0], self.out_dir)
         if recording:

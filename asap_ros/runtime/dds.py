@@ -298,6 +298,12 @@ class PolledReader:
                 self._take()
             return self._payload, self._stamp_ns, self._arrival_ns
 
+    def wait(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for a sample not yet taken (the GIL released); takes nothing."""
+        with self._in_use:
+            if not self._closed:
+                self._waitset.wait(int(timeout_s * 1e9))
+
     def take_all(self) -> list[bytes]:
         """Every valid sample waiting, oldest first (at most the reader's history depth); the
         newest also becomes :meth:`newest`'s."""
