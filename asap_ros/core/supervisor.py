@@ -159,6 +159,7 @@ class SupervisorCore:
             if deploy is not None and deploy.exited is None and now_ns - deploy.beat_ns < self.timing.lease_ns + self.timing.handover_gap_ns:
                 return None  # a second deploy process while the first still beats: never two leases
             deploy = self.deploy = DeployView(beat.session, participant, beat.pid, beat.host, beat, now_ns)
+            self._yield_seen = False  # the previous process's word says nothing of this one
             self._event(f"supervising asap_deploy session {beat.session:x} (pid {beat.pid})")
         deploy.beat, deploy.beat_ns, deploy.participant = beat, now_ns, participant
         if not beat.flags & BeatFlag.WRITING:
