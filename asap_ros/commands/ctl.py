@@ -170,7 +170,9 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "reset":
             supervisor = f"/{client.supervisor}/reset"
             if client.find_client(supervisor, SUPERVISOR_WAIT_S) is not None:
-                _report("supervisor reset", client.call(supervisor))
+                released = client.call(supervisor)
+                if _report("supervisor reset", released) != 0:
+                    return 1  # it still holds an e-stop or streams damping: the deploy node would refuse too
             return _report("reset", _reset_deploy(client))
         if args.action == "start":
             return _report(f"start {args.motion or '(default motion)'}", client.call(client.start_service(args.motion)))

@@ -22,6 +22,8 @@ Rules:
 - **Takeover** (stream damping) when that process exits, when it has written and then neither
   writes nor says it writes nothing by design for ``takeover_after_ns``, when it sends no damping
   within ``estop_obey_ns`` of an e-stop, and when it writes kp > 0 while an e-stop is held.
+- **Grants** answer every beat at once; while WATCHING one more goes out every step, naming the
+  newest beat (it grants nothing new), so other supervisors hear this one while no beat comes.
 - **Writes** only in TAKEOVER, each after a TAKEOVER grant, and only once the deploy node cannot
   write: it said it yielded, its process is gone, or its lease ran out while TAKEOVER grants went
   out; and :data:`HANDOVER_GAP_NS` after its last command. After a stall of its own (no step for
@@ -145,7 +147,9 @@ class SupervisorCore:
     _last_step_ns: int = 0
     _resync_until_ns: int = 0
     _takeover_ns: int = 0
-    _last_watching_grant_ns: int = 0
+    _lease_bound_ns: int = 0
+    """When the beat named in the newest WATCHING grant arrived: the deploy node's lease from it
+    runs out by then + ``lease_ns`` (it went out earlier still)."""
     _last_write_ns: int = 0
     _yield_seen: bool = False
     _release_at_ns: int = 0
@@ -275,8 +279,10 @@ class SupervisorCore:
             if reason is not None:
                 self.take_over(reason, now_ns)
         if self.authority is Authority.RELEASING and now_ns >= self._release_at_ns:
-            self.authority, self._last_watching_grant_ns = Authority.WATCHING, now_ns
+            self.authority = Authority.WATCHING
         next_ns = now_ns + timing.write_period_ns
+        if self.authority is Authority.WATCHING:  # heard by other supervisors even while no beat comes
+            return Tick(self._grant(*self._watching()), False, next_ns)
         if self.authority is not Authority.TAKEOVER:
             return Tick(None, False, next_ns)
         grant = self._grant(Supervision.TAKEOVER, self.reason)
@@ -331,9 +337,13 @@ class SupervisorCore:
             return self._grant(Supervision.TAKEOVER, self.reason or "handing back")
         if self.authority is not Authority.WATCHING:
             return None  # (after a stall of its own it answers too: a grant naming a stale beat grants nothing)
-        state = Supervision.ESTOP if self.estop_reason is not None else Supervision.WATCHING
-        self._last_watching_grant_ns = now_ns
-        return self._grant(state, self.estop_reason or "")
+        assert self.deploy is not None  # on_beat set it
+        self._lease_bound_ns = self.deploy.beat_ns
+        return self._grant(*self._watching())
+
+    def _watching(self) -> tuple[Supervision, str]:
+        """The state and reason of a grant while watching: ESTOP while an e-stop is held."""
+        return (Supervision.ESTOP, self.estop_reason) if self.estop_reason is not None else (Supervision.WATCHING, "")
 
     def _grant(self, state: Supervision, reason: str) -> Grant:
         deploy = self.deploy
@@ -406,7 +416,7 @@ class SupervisorCore:
             return False
         if deploy.exited or self._yield_seen:
             return True
-        return now_ns >= self._last_watching_grant_ns + timing.lease_ns + timing.handover_gap_ns
+        return now_ns >= self._lease_bound_ns + timing.lease_ns + timing.handover_gap_ns
 
     def _event(self, text: str) -> None:
         if len(self.events) < 100:

@@ -171,7 +171,7 @@ class LowCmdArbiter:
 
         self.lease = WriteLease(new_session(), period_ns)
         self._beats = RawWriter(BEAT_TOPIC, DeployBeat_, BEAT_QOS)
-        self._grants = PolledReader(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS)
+        self._grants = PolledReader(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS, depth=GRANT_DEPTH)
         self._seq = 0
         self._pid = os.getpid()
         self._host = host_id()

@@ -101,6 +101,9 @@ class LowCmdObserver:
             return
         kp = LOWCMD_WIRE.from_cdr(payload)["motor_cmd"]["kp"][:29]
         with self._cond:
+            # the samples of one take share its stamp: 1 ns apart each, so time order is arrival order
+            if self.samples and stamp_ns <= self.samples[-1].stamp_ns:
+                stamp_ns = self.samples[-1].stamp_ns + 1
             self.samples.append(LowCmdSample(stamp_ns, writer, not kp.any()))
             self._cond.notify_all()
 

@@ -171,6 +171,20 @@ def test_a_second_supervisor_is_secondary_and_never_grants_or_writes() -> None:
     assert not bus.stiff_after(start + 200 * MS)
 
 
+def test_a_secondary_stays_secondary_while_the_deploy_node_hangs() -> None:
+    """No beats while the deploy node is stopped: the first supervisor's grants still reach the
+    second (one every step), which neither takes authority nor writes."""
+    bus = started()
+    second = bus.add_supervisor("supervisor2")
+    bus.run_for(1000 * MS)
+    start = bus.now_ns
+    bus.deploy.stopped.append((start, start + 1000 * MS))
+    bus.run_for(2000 * MS)
+    assert second.core is not None and second.core.authority is Authority.SECONDARY
+    assert bus.writers_after(start) == ["supervisor1"]
+    assert bus.max_writers_in_window() == 1
+
+
 def test_two_supervisors_starting_together_end_with_one_authority() -> None:
     bus = Bus()
     first, second = bus.add_supervisor("supervisor1", 0x60), bus.add_supervisor("supervisor2", 0x50)

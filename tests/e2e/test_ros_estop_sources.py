@@ -33,7 +33,8 @@ def test_estop_topic_damps_the_robot(system):
     publisher.publish(Empty())
     assert system.ros.wait_mode("DAMPING", 5.0)
     assert system.ros.spin_until(lambda: "e-stop from estop topic" in system.log("supervisor"), 2.0)
-    assert "e-stop from estop topic held" in system.ros.latched["/asap_supervisor/state"]
+    assert system.ros.spin_until(
+        lambda: "e-stop from estop topic held" in system.ros.latched.get("/asap_supervisor/state", ""), 2.0)
 
 
 def test_enter_on_the_supervisor_terminal_damps_the_robot(system, tmp_path):
