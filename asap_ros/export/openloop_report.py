@@ -17,6 +17,8 @@ LAG_MARGIN = 0.10
 METRIC_LABELS = {"g_mpjpe_mm": "E_g-mpjpe mm", "mpjpe_mm": "E_mpjpe mm", "vel_mm_per_frame": "E_vel mm/frame",
                  "acc_mm_per_frame2": "E_acc mm/frame²"}  # fmt: skip
 MRAD = 1000.0
+MIN_MEDIAN_RAD = 1e-6
+"""Below this the median joint's |0.25·Δa| is zero (a model that leaves most joints alone): no ratio."""
 
 
 def columns(result: OpenLoopResult) -> list[str]:
@@ -43,7 +45,7 @@ def delta_ranking(result: OpenLoopResult, column: str = WITH) -> list[dict]:
     size = delta_size(result, column)
     median = float(np.median(size))
     return [{"rank": n + 1, "joint": result.joint_names[j], "mean_abs_rad": float(size[j]),
-             "ratio_to_median": float(size[j] / median) if median > 0 else float("inf")}
+             "ratio_to_median": float(size[j] / median) if median > MIN_MEDIAN_RAD else None}
             for n, j in enumerate(np.argsort(-size, kind="stable"))]  # fmt: skip
 
 
@@ -154,7 +156,8 @@ def text_report(summary: dict, top: int = 5) -> str:
     delta = summary["delta"]
     if delta is not None:
         lines += ["", "mean |0.25·Δa| per joint (mrad), largest first:"]
-        lines += [f"  {r['rank']:>2} {r['joint']:<28} {r['mean_abs_rad'] * MRAD:7.2f}  {r['ratio_to_median']:5.1f}× median"
+        lines += [f"  {r['rank']:>2} {r['joint']:<28} {r['mean_abs_rad'] * MRAD:7.2f}  " + (
+                  f"{r['ratio_to_median']:5.1f}× median" if r["ratio_to_median"] is not None else "(median joint: 0)")
                   for r in delta["ranking"][:top]]  # fmt: skip
         if delta["warning"]:
             lines += ["", delta["warning"]]
