@@ -13,12 +13,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit = sub.add_parser("fit", help="fit a delta-action model (ONNX actor_obs 108 -> action 23) to recordings",
                          description="Per policy step, the Δa that makes the nominal trainer simulator reach the "
                                      "recorded next state (Gauss-Newton on mujoco.rollout), then a model of the "
-                                     "delta model's 108 inputs (ridge or a small MLP, chosen on held-out motions), "
+                                     "delta model's 108 inputs (per joint, ridge or a small MLP, chosen on held-out "
+                                     "motions), "
                                      "written as ONNX in ASAP's export shape.")  # fmt: skip
     add_recording_arguments(fit)
     fit.add_argument("--out", type=Path, required=True, metavar="MODEL", help="the ONNX file to write")
-    fit.add_argument("--model", choices=("auto", "ridge", "mlp"), default="auto",
-                     help="model kind; auto: the lower held-out error (default %(default)s)")  # fmt: skip
+    fit.add_argument("--model", choices=("auto", "joint", "ridge", "mlp"), default="auto",
+                     help="joint: each joint's Δa from its own action, angle and velocity; ridge: from all 108 "
+                          "inputs; mlp: a small network; auto: the one whose held-out motions replay best "
+                          "(default %(default)s)")  # fmt: skip
     fit.add_argument("--threads", type=int, default=0, help="rollout threads (default: all cores)")
     fit.add_argument("--report", type=Path, default=None, metavar="PATH", help="write the fit report as JSON")
 

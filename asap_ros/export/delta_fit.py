@@ -1,9 +1,11 @@
 """``asap-ros delta fit``: per-step Δa targets, a model of them chosen on held-out motions, the ONNX file.
 
 Held-out groups are the motions of the training data (two or more), else its recordings, else
-none (then the settings are fixed and the report says that nothing was held out). Ridge
-penalties and MLP epochs are chosen by their mean error over the held-out groups; ``auto``
-keeps whichever of the two is lower there. The final model is fitted on all the data.
+none (then a ``joint`` model with fixed settings, and the report says that nothing was held
+out). Ridge penalties and MLP epochs are chosen on the held-out groups' targets; the model kind
+(``auto``) by what the protocol measures: each candidate, fitted without a group, replays that
+group's recordings, and the lowest mean change of E_mpjpe at 0.5 s wins. The final model is
+fitted on all the data.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from asap_ros.core.errors import ConfigError
 from asap_ros.export.delta import DELTA_INPUT_DIM, term_offset
 from asap_ros.export.delta_regression import (
     AUTO,
+    JOINT,
+    JOINT_ALPHA,
     MLP,
     MODEL_KINDS,
     RIDGE,
     RIDGE_ALPHAS,
     FittedModel,
+    fit_joint,
     fit_mlp,
     fit_ridge,
     unexplained,
@@ -31,7 +36,7 @@ from asap_ros.export.delta_regression import (
 from asap_ros.export.delta_targets import DETERMINED, DeltaTargetFitter, DeltaTargets
 from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.onnx_file import ClampFeature, write_mlp_onnx
-from asap_ros.export.openloop import OpenLoopReplayer
+from asap_ros.export.openloop import OpenLoopReplayer, run_openloop
 from asap_ros.export.trainer_sim import ACTION_SCALE, TrainerSim
 from asap_ros.tracking.kinematics import DRIVEN_MOTORS, NUM_DRIVEN
 
@@ -65,7 +70,8 @@ class FitReport:
     kind: str
     setting: str
     validation: dict[str, dict[str, float]]
-    """candidate -> held-out group -> unexplained share of the targets (1: no better than Δa = 0)."""
+    """candidate -> held-out group -> relative change of the group's E_mpjpe at 0.5 s when replayed
+    with the candidate fitted on the other groups (negative: the delta helps)."""
     conditioning: list[JointConditioning]
     residual_before_median: float
     residual_after_median: float
@@ -100,67 +106,84 @@ def clamp_feature(sim: TrainerSim) -> ClampFeature:
     return ClampFeature(weight, sim.driven_default.copy(), robot.q_lower[DRIVEN_MOTORS], robot.q_upper[DRIVEN_MOTORS])
 
 
-def _ridge_alphas(targets: DeltaTargets, groups: np.ndarray, clamp: ClampFeature | None
-                  ) -> tuple[np.ndarray, dict[str, float]]:  # fmt: skip
-    """Per output joint, the penalty with the lowest held-out squared error (summed over groups), and
-    the held-out groups' errors with those penalties."""
+def _ridge_alphas(targets: DeltaTargets, groups: np.ndarray, clamp: ClampFeature | None) -> np.ndarray:
+    """Per output joint, the ridge penalty with the lowest held-out squared error of the targets."""
     errors = np.zeros((len(RIDGE_ALPHAS), targets.targets.shape[1]))
-    per_group = {}
     for group in sorted(set(groups)):
         held = groups == group
         x, y = targets.inputs[held].astype(np.float64), targets.targets[held]
-        rows = []
-        for alpha in RIDGE_ALPHAS:
+        for n, alpha in enumerate(RIDGE_ALPHAS):
             model = fit_ridge(targets.inputs[~held].astype(np.float64), targets.targets[~held], alpha, clamp)
-            rows.append(np.sum((model.predict(x) - y) ** 2, axis=0))
-        per_group[str(group)] = (np.array(rows), np.sum(y**2, axis=0))
-        errors += per_group[str(group)][0]
-    best = np.argmin(errors, axis=0)
-    alphas = np.array(RIDGE_ALPHAS)[best]
-    joints = np.arange(len(best))
-    scores = {g: float(sq[best, joints].sum() / total.sum()) for g, (sq, total) in per_group.items()}
-    return alphas, scores
+            errors[n] += np.sum((model.predict(x) - y) ** 2, axis=0)
+    return np.array(RIDGE_ALPHAS)[np.argmin(errors, axis=0)]
 
 
-def _mlp_epochs(targets: DeltaTargets, groups: np.ndarray, clamp: ClampFeature | None) -> tuple[int, dict[str, float]]:
-    """Epochs with the lowest mean held-out error, and the per-group errors there."""
-    curves = {}
+def _mlp_epochs(targets: DeltaTargets, groups: np.ndarray, clamp: ClampFeature | None) -> int:
+    """Epochs with the lowest mean held-out error of the targets."""
+    curves = []
     for group in sorted(set(groups)):
         held = groups == group
         x, y = targets.inputs[held], targets.targets[held]
-        _, curves[str(group)] = fit_mlp(targets.inputs[~held], targets.targets[~held], clamp=clamp,
-                                        monitor=lambda model, x=x, y=y: unexplained(model, x, y))  # fmt: skip
-    mean = np.mean(list(curves.values()), axis=0)
-    best = int(np.argmin(mean))
-    return best + 1, {g: float(c[best]) for g, c in curves.items()}
+        curves.append(fit_mlp(targets.inputs[~held], targets.targets[~held], clamp=clamp,
+                              monitor=lambda model, x=x, y=y: unexplained(model, x, y))[1])  # fmt: skip
+    return int(np.argmin(np.mean(curves, axis=0))) + 1
 
 
-def choose_model(targets: DeltaTargets, kind: str = AUTO, clamp: ClampFeature | None = None
+Fit = Callable[[np.ndarray, np.ndarray], FittedModel]
+Score = Callable[[FittedModel, str], float]
+"""Held-out score of a model on one group: the relative change of E_mpjpe at 0.5 s in its replay."""
+
+
+def candidates(targets: DeltaTargets, groups: np.ndarray, kind: str, clamp: ClampFeature | None) -> dict[str, Fit]:
+    """The model fits to compare, their settings chosen on the held-out groups' targets."""
+    found: dict[str, Fit] = {}
+    if kind in (JOINT, AUTO):
+        found[f"joint alpha={JOINT_ALPHA:g}"] = lambda x, y: fit_joint(x, y, clamp)
+    if kind in (RIDGE, AUTO):
+        alphas = _ridge_alphas(targets, groups, clamp)
+        found["ridge, alpha per joint"] = lambda x, y: fit_ridge(x, y, alphas, clamp)
+    if kind in (MLP, AUTO):
+        epochs = _mlp_epochs(targets, groups, clamp)
+        found[f"mlp epochs={epochs}"] = lambda x, y: fit_mlp(x, y, epochs=epochs, clamp=clamp)[0]
+    return found
+
+
+def choose_model(targets: DeltaTargets, score: Score, kind: str = AUTO, clamp: ClampFeature | None = None
                  ) -> tuple[FittedModel, dict[str, dict[str, float]], str]:  # fmt: skip
-    """The model of ``kind`` (or the better one, ``auto``) with settings chosen on held-out groups;
-    ``clamp``: the models also read the joint-limit cut of the recorded action's target."""
+    """The model of ``kind`` (``auto``: the one whose held-out replays improve most), fitted on all the
+    data; ``clamp``: the models also read the joint-limit cut of the recorded action's target."""
     if kind not in MODEL_KINDS:
         raise ConfigError(None, "--model", f"must be one of {', '.join(MODEL_KINDS)}", kind)
     held_out_by, groups = held_out_groups(targets)
     x, y = targets.inputs.astype(np.float64), targets.targets
-    validation: dict[str, dict[str, float]] = {}
-    candidates: dict[str, tuple[float, Callable[[], FittedModel]]] = {}
     if held_out_by == "nothing":
-        if kind in (RIDGE, AUTO):
-            return fit_ridge(x, y, DEFAULT_ALPHA, clamp), validation, held_out_by
-        return fit_mlp(x, y, clamp=clamp)[0], validation, held_out_by
-    if kind in (RIDGE, AUTO):
-        alphas, scores = _ridge_alphas(targets, groups, clamp)
-        name = "ridge, alpha per joint"
-        validation[name] = scores
-        candidates[name] = (float(np.mean(list(scores.values()))), lambda: fit_ridge(x, y, alphas, clamp))
-    if kind in (MLP, AUTO):
-        epochs, scores = _mlp_epochs(targets, groups, clamp)
-        validation[f"mlp epochs={epochs}"] = scores
-        candidates[f"mlp epochs={epochs}"] = (float(np.mean(list(scores.values()))),
-                                              lambda: fit_mlp(x, y, epochs=epochs, clamp=clamp)[0])  # fmt: skip
-    best = min(candidates, key=lambda name: candidates[name][0])
-    return candidates[best][1](), validation, held_out_by
+        fit = {RIDGE: lambda: fit_ridge(x, y, DEFAULT_ALPHA, clamp), MLP: lambda: fit_mlp(x, y, clamp=clamp)[0]}
+        return fit.get(kind, lambda: fit_joint(x, y, clamp))(), {}, held_out_by
+    fits = candidates(targets, groups, kind, clamp)
+    validation = {}
+    for name, fit in fits.items():
+        validation[name] = {}
+        for group in sorted(set(groups)):
+            held = groups == group
+            validation[name][str(group)] = score(fit(x[~held], y[~held]), str(group))
+    best = min(validation, key=lambda name: float(np.mean(list(validation[name].values()))))
+    return fits[best](x, y), validation, held_out_by
+
+
+def replay_score(recordings: Sequence[MotionRows], held_out_by: str, replayer: OpenLoopReplayer,
+                 skip_start_s: float) -> Score:  # fmt: skip
+    """Score a model by replaying the held-out group's recordings with it (1 s windows every 1 s)."""
+
+    def score(model: FittedModel, group: str) -> float:
+        rows = [r for r in recordings if (r.motion if held_out_by == "motion" else r.name) == group]
+        result = run_openloop(rows, replayer, 1.0, 1.0, model.as_delta(), skip_start_s=skip_start_s)
+        if not result.windows:
+            return 0.0
+        before = [w.scores["without"].metrics[0.5]["mpjpe_mm"] for w in result.windows]
+        after = [w.scores["with"].metrics[0.5]["mpjpe_mm"] for w in result.windows]
+        return float(np.mean(after) / np.mean(before) - 1.0)
+
+    return score
 
 
 def conditioning(targets: DeltaTargets, joint_names: Sequence[str]) -> list[JointConditioning]:
@@ -179,7 +202,9 @@ def fit_delta(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, kind
     if len(targets) < MIN_TICKS:
         raise ConfigError(recordings[0].source if recordings else None, "recordings",
                           f"too few transitions to fit a delta model (at least {MIN_TICKS})", len(targets))  # fmt: skip
-    model, validation, held_out_by = choose_model(targets, kind, clamp_feature(replayer.sim))
+    held_out_by, _ = held_out_groups(targets)
+    score = replay_score(recordings, held_out_by, replayer, skip_start_s)
+    model, validation, held_out_by = choose_model(targets, score, kind, clamp_feature(replayer.sim))
     names = [replayer.sim.robot.joint_names[i] for i in DRIVEN_MOTORS]
     report = FitReport(
         ticks=len(targets), recordings=[r.name for r in recordings], motions=sorted({r.motion for r in recordings}),
@@ -217,10 +242,10 @@ def report_text(report: FitReport) -> str:
     lines = [f"{report.ticks} transitions of {len(report.recordings)} recording(s), motions: {', '.join(report.motions)}",
              f"one-step residual |r| median: {report.residual_before_median * 1e3:.1f} without Δa, "
              f"{report.residual_after_median * 1e3:.1f} with the fitted targets (rad / m, ×1000)",
-             f"held out by {report.held_out_by}; unexplained share of the targets (1 = no better than Δa = 0):"]  # fmt: skip
+             f"held out by {report.held_out_by}; change of the held-out E_mpjpe at 0.5 s with each candidate:"]  # fmt: skip
     for candidate, scores in report.validation.items():
-        lines.append(f"  {candidate:<22} " + ", ".join(f"{g}: {v:.3f}" for g, v in scores.items())
-                     + f"  (mean {np.mean(list(scores.values())):.3f})")  # fmt: skip
+        lines.append(f"  {candidate:<24} " + ", ".join(f"{g}: {v:+.1%}" for g, v in scores.items())
+                     + f"  (mean {np.mean(list(scores.values())):+.1%})")  # fmt: skip
     lines.append(f"model: {report.kind} ({report.setting}); unexplained on its training data {report.train_unexplained:.3f}")
     lines.append("per joint: mean |0.25·Δa| of the targets (mrad), median resolution, share of steps determined:")
     for c in sorted(report.conditioning, key=lambda c: -c.mean_abs_scaled_target_rad):

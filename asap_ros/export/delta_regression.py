@@ -21,8 +21,13 @@ import numpy as np
 from asap_ros.export.onnx_file import ClampFeature, mlp_forward
 
 Layers = list[tuple[np.ndarray, np.ndarray]]
-RIDGE, MLP, AUTO = "ridge", "mlp", "auto"
-MODEL_KINDS = (RIDGE, MLP, AUTO)
+RIDGE, JOINT, MLP, AUTO = "ridge", "joint", "mlp", "auto"
+MODEL_KINDS = (RIDGE, JOINT, MLP, AUTO)
+JOINT_TERMS = ("actions_open_loop", "dof_pos", "dof_vel")
+"""What a ``joint`` model reads for each joint: its own recorded action, angle and velocity (and
+the joint-limit cut of its target, with a clamp feature): a motor that differs from the nominal
+one (torque, gain, friction, offset) shows up as exactly such a function."""
+JOINT_ALPHA = 1e-3
 RIDGE_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 """Ridge penalties tried, per standardised input and per tick (``XᵀX/N + αI``)."""
 MLP_HIDDEN = (64, 64)
@@ -61,6 +66,10 @@ class FittedModel:
     def predict(self, inputs: np.ndarray) -> np.ndarray:
         return mlp_forward(self.layers, inputs, self.clamp)
 
+    def as_delta(self) -> Callable[[np.ndarray], np.ndarray]:
+        """The model as a delta model of one float32 observation (what its ONNX file computes)."""
+        return lambda obs: self.predict(np.asarray(obs, dtype=np.float64)[None])[0].astype(np.float32)
+
 
 def _features(inputs: np.ndarray, clamp: ClampFeature | None) -> np.ndarray:
     return inputs if clamp is None else np.concatenate([inputs, clamp.excess(inputs)], axis=1)
@@ -93,6 +102,27 @@ def fit_ridge(inputs: np.ndarray, targets: np.ndarray, alpha: float | np.ndarray
     setting = f"alpha={alphas[0]:g}" if np.all(alphas == alphas[0]) else "alpha per joint=" + ",".join(
         f"{a:g}" for a in alphas)
     return FittedModel(RIDGE, _fold([(weight, np.zeros(y.shape[1]))], x_std, y_std), setting, clamp)
+
+
+def fit_joint(inputs: np.ndarray, targets: np.ndarray, clamp: ClampFeature | None = None,
+              alpha: float = JOINT_ALPHA) -> FittedModel:  # fmt: skip
+    """One small ridge problem per joint on its own ``JOINT_TERMS`` (standardised), with an intercept."""
+    from asap_ros.export.delta import term_offset
+
+    features = _features(inputs, clamp)
+    joints = targets.shape[1]
+    weight, bias = np.zeros((features.shape[1], joints)), np.zeros(joints)
+    for j in range(joints):
+        columns = [term_offset(name)[0] + j for name in JOINT_TERMS]
+        if clamp is not None:
+            columns.append(inputs.shape[1] + j)
+        x_std = Standardiser.of(features[:, columns])
+        x = x_std.apply(features[:, columns])
+        y = targets[:, j] - targets[:, j].mean()
+        coef = np.linalg.solve(x.T @ x / len(x) + alpha * np.eye(len(columns)), x.T @ y / len(x))
+        weight[columns, j] = coef / x_std.scale
+        bias[j] = targets[:, j].mean() - (x_std.mean / x_std.scale) @ coef
+    return FittedModel(JOINT, [(weight, bias)], f"alpha={alpha:g}", clamp)
 
 
 def _elu(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -40,6 +40,8 @@ WITHOUT, WITH, FINETUNE = "without", "with", "finetune"
 LAGS = (-1, 0, 1)
 """Action shifts (policy steps) of the lag scan: the recorded pairing must be best at 0."""
 LAG_HORIZON_S = 0.25
+DeltaModel = Callable[[np.ndarray], np.ndarray]
+"""A delta model: one float32 observation (108) -> Δa (23): an :class:`OnnxModel`, or a fit in memory."""
 DELTA_INPUT, DELTA_OUTPUT = ("actor_obs", 108), ("action", 23)
 """ASAP's exported delta model (``eval_agent.py``, ``export_policy_as_onnx``)."""
 
@@ -164,7 +166,7 @@ class OpenLoopReplayer:
         return BodyState(rows.root_pos[row], rows.root_quat_wxyz[row], lin[row], ang[row], rows.dof[row], dof_vel[row])
 
     # --- one replay ---------------------------------------------------------------------------
-    def replay(self, rows: MotionRows, start: int, steps: int, lag: int = 0, delta: OnnxModel | None = None,
+    def replay(self, rows: MotionRows, start: int, steps: int, lag: int = 0, delta: DeltaModel | None = None,
                semantics: str = WITH) -> Trajectory:  # fmt: skip
         """Reset at row ``start`` and apply the actions of rows ``start + k + 1 + lag`` for ``steps`` steps."""
         sim = self.sim
@@ -234,7 +236,7 @@ def clamp_share(recordings: Sequence[MotionRows], sim: TrainerSim) -> ClampShare
 
 
 def run_openloop(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, window_s: float = 1.0,
-                 stride_s: float = 1.0, delta: OnnxModel | None = None, finetune: bool = False,
+                 stride_s: float = 1.0, delta: DeltaModel | None = None, finetune: bool = False,
                  horizons: Sequence[float] = HORIZONS_S, delta_path: str | None = None, skip_start_s: float = 0.0,
                  on_window: Callable[[], None] | None = None) -> OpenLoopResult:  # fmt: skip
     """Every window of every recording, without and (with a model) with the delta; the lag scan; clamps."""

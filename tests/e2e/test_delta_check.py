@@ -1,7 +1,7 @@
 """``asap-ros openloop`` and ``asap-ros delta fit`` on recorded simulated sessions (``asap-ros sim --record``).
 
-The nominal and weak-knees kick sessions are the ones the gap test records (``sim_nominal``,
-``sim_weak_knees``: recorded once per run); the 0.65 × torque robot gets a CR7 session of its own,
+The nominal and weak-knees kick sessions are the ones the gap test reads (``tests/e2e/conftest.py``:
+recorded once per run); the 0.65 × torque robot gets a CR7 session of its own,
 held in the band until TRACKING (the standing actor cannot hold it upright; see docs/delta.md).
 """
 
@@ -17,20 +17,9 @@ from asap_ros.sim.profile import load_profile
 from asap_ros.testing.delta_oracle import write_oracle_delta
 from asap_ros.testing.sim_sessions import record_sim_session
 
-POLICY = "policies/kick_level1.yaml"
 KNEES = {"left_knee_joint", "right_knee_joint"}
 TORQUE65_SKIP_S = 0.5
 """The torque65 session's band is released as TRACKING starts: a landing no replay reproduces."""
-
-
-@pytest.fixture(scope="module")
-def nominal(tmp_path_factory, assets):
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=POLICY)
-
-
-@pytest.fixture(scope="module")
-def weak_knees(tmp_path_factory, assets):
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_weak_knees", profile="weak_knees", policy=POLICY)
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +42,9 @@ def _openloop(tmp_path, name: str, *args: str) -> dict:
     return json.loads(out.read_text())
 
 
-def test_lag_scan_and_a_zero_delta_on_the_nominal_session(nominal, tmp_path, capsys):
+def test_lag_scan_and_a_zero_delta_on_the_nominal_session(nominal_kick_session, tmp_path, capsys):
     zero = write_oracle_delta(tmp_path / "zero.onnx", load_robot_model(), 1.0, exact=False)
-    summary = _openloop(tmp_path, "nominal", str(nominal.bag), "--delta", str(zero))
+    summary = _openloop(tmp_path, "nominal", str(nominal_kick_session.bag), "--delta", str(zero))
     print(capsys.readouterr().out)
     scan = summary["lag_scan"]
     assert scan["best_lag"] == 0 and scan["pairing_ok"], scan  # ±1 step at least 10% worse
@@ -65,10 +54,10 @@ def test_lag_scan_and_a_zero_delta_on_the_nominal_session(nominal, tmp_path, cap
     assert (tmp_path / "nominal.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_bag_and_its_asap_export_replay_identically(nominal, tmp_path):
-    assert main(["export", str(nominal.bag), "--format", "asap", "--out", str(tmp_path / "export")]) == 0
+def test_a_bag_and_its_asap_export_replay_identically(nominal_kick_session, tmp_path):
+    assert main(["export", str(nominal_kick_session.bag), "--format", "asap", "--out", str(tmp_path / "export")]) == 0
     (pickle,) = (tmp_path / "export").glob("*.pkl")
-    from_bag = _openloop(tmp_path, "bag", str(nominal.bag))
+    from_bag = _openloop(tmp_path, "bag", str(nominal_kick_session.bag))
     from_pickle = _openloop(tmp_path, "pickle", str(pickle))
     assert from_bag["horizons"] == from_pickle["horizons"] and from_bag["lag_scan"] == from_pickle["lag_scan"]
 
@@ -88,27 +77,27 @@ def test_the_oracle_delta_on_the_torque65_session(torque65, tmp_path, capsys):
     assert summary["delta"]["warning"] is None and summary["delta"]["finetune"] is not None
 
 
-def test_a_delta_fitted_on_the_weak_knees_session(weak_knees, tmp_path, capsys):
+def test_a_delta_fitted_on_the_weak_knees_session(weak_knees_kick_session, tmp_path, capsys):
     model, report = tmp_path / "delta.onnx", tmp_path / "fit.json"
-    assert main(["delta", "fit", str(weak_knees.bag), "--out", str(model), "--report", str(report)]) == 0
+    assert main(["delta", "fit", str(weak_knees_kick_session.bag), "--out", str(model), "--report", str(report)]) == 0
     out = capsys.readouterr().out
     assert "nothing could be held out" in out and "per joint: mean |0.25·Δa|" in out
     fit = json.loads(report.read_text())
     sizes = sorted(fit["conditioning"], key=lambda c: -c["mean_abs_scaled_target_rad"])
     assert KNEES & {c["joint"] for c in sizes[:3]}, sizes[:4]
     assert all(c["determined_share"] > 0.9 for c in fit["conditioning"] if c["joint"] in KNEES)
-    summary = _openloop(tmp_path, "fitted", str(weak_knees.bag), "--delta", str(model))
+    summary = _openloop(tmp_path, "fitted", str(weak_knees_kick_session.bag), "--delta", str(model))
     assert summary["horizons"]["0.25"]["mpjpe_mm"]["with_change"]["value"] < 0
     assert KNEES & {r["joint"] for r in summary["delta"]["ranking"][:3]}
 
 
-def test_bad_inputs_name_the_problem(nominal, tmp_path, capsys):
-    assert main(["openloop", str(nominal.bag), "--mocap-topic", "/no/mocap"]) == 2
+def test_bad_inputs_name_the_problem(nominal_kick_session, tmp_path, capsys):
+    assert main(["openloop", str(nominal_kick_session.bag), "--mocap-topic", "/no/mocap"]) == 2
     assert "/no/mocap" in capsys.readouterr().err
     import numpy as np
 
     from asap_ros.export.onnx_file import write_mlp_onnx
 
     wrong = write_mlp_onnx(tmp_path / "wrong.onnx", [(np.zeros((380, 23), np.float32), np.zeros(23, np.float32))])
-    assert main(["openloop", str(nominal.bag), "--delta", str(wrong)]) == 2
+    assert main(["openloop", str(nominal_kick_session.bag), "--delta", str(wrong)]) == 2
     assert "wrong.onnx: delta model.input.dim: is 108" in capsys.readouterr().err

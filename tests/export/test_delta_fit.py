@@ -56,6 +56,18 @@ def test_targets_and_model_put_the_gap_on_the_knees(fitted, weak_knees, replayer
     assert "per joint: mean |0.25·Δa| of the targets" in report_text(report)
 
 
+def test_a_joint_model_chosen_by_held_out_replays(weak_knees, replayer):
+    model, report, _ = fit_delta(weak_knees[:2], replayer, kind="auto")
+    assert {name.split()[0] for name in report.validation} == {"joint", "ridge,", "mlp"}
+    means = {name: np.mean(list(scores.values())) for name, scores in report.validation.items()}
+    assert model.kind == min(means, key=means.__getitem__).split()[0]
+    weight, _ = model.layers[0] if model.kind == "joint" else (None, None)
+    if weight is not None:  # each joint reads only its own action, angle and velocity
+        assert np.count_nonzero(weight[:108]) <= 3 * 23
+    held_out = to_dict(run_openloop(weak_knees[2:], replayer, 1.0, 0.25, model.as_delta()))
+    assert held_out["horizons"]["0.5"]["mpjpe_mm"]["with_change"]["value"] < -0.3
+
+
 def test_one_motion_holds_out_nothing_and_says_so(weak_knees, replayer):
     _, report, _ = fit_delta(weak_knees[:1], replayer, kind="ridge")
     assert report.held_out_by == "nothing" and report.validation == {}
@@ -66,7 +78,7 @@ def test_too_few_transitions_and_unknown_model_kind(weak_knees, replayer):
     short = simulated_rows(1.0, steps=20, sim=replayer.sim)
     with pytest.raises(ConfigError, match="too few transitions to fit a delta model"):
         fit_delta([short], replayer)
-    with pytest.raises(ConfigError, match="--model: must be one of ridge, mlp, auto"):
+    with pytest.raises(ConfigError, match="--model: must be one of ridge, joint, mlp, auto"):
         fit_delta(weak_knees[:2], replayer, kind="forest")
 
 
