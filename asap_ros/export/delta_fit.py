@@ -4,8 +4,9 @@ Held-out groups are the motions of the training data (two or more), else its rec
 none (then a ``joint`` model with fixed settings, and the report says that nothing was held
 out). Ridge penalties and MLP epochs are chosen on the held-out groups' targets; the model kind
 (``auto``) by what the protocol measures: each candidate, fitted without a group, replays that
-group's recordings, and the lowest mean change of E_mpjpe at 0.5 s wins. The final model is
-fitted on all the data.
+group's recordings, and the lowest mean change of E_mpjpe at 0.5 s wins; when none beats Δa = 0
+(change 0 by definition) the answer is no delta, a zero model, and the report says so. The
+final model is fitted on all the data.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from asap_ros.export.delta_regression import (
     JOINT_ALPHA,
     MLP,
     MODEL_KINDS,
+    NONE,
     RIDGE,
     RIDGE_ALPHAS,
     FittedModel,
@@ -32,6 +34,7 @@ from asap_ros.export.delta_regression import (
     fit_mlp,
     fit_ridge,
     unexplained,
+    zero_model,
 )
 from asap_ros.export.delta_targets import DETERMINED, DeltaTargetFitter, DeltaTargets
 from asap_ros.export.motion_rows import MotionRows
@@ -130,8 +133,9 @@ def _mlp_epochs(targets: DeltaTargets, groups: np.ndarray, clamp: ClampFeature |
 
 
 Fit = Callable[[np.ndarray, np.ndarray], FittedModel]
-Score = Callable[[FittedModel, str], float]
-"""Held-out score of a model on one group: the relative change of E_mpjpe at 0.5 s in its replay."""
+Score = Callable[[FittedModel, str], float | None]
+"""Held-out score of a model on one group: the relative change of E_mpjpe at 0.5 s in its replay
+(``None``: the group has no window to replay)."""
 
 
 def candidates(targets: DeltaTargets, groups: np.ndarray, kind: str, clamp: ClampFeature | None) -> dict[str, Fit]:
@@ -160,13 +164,22 @@ def choose_model(targets: DeltaTargets, score: Score, kind: str = AUTO, clamp: C
         fit = {RIDGE: lambda: fit_ridge(x, y, DEFAULT_ALPHA, clamp), MLP: lambda: fit_mlp(x, y, clamp=clamp)[0]}
         return fit.get(kind, lambda: fit_joint(x, y, clamp))(), {}, held_out_by
     fits = candidates(targets, groups, kind, clamp)
-    validation = {}
+    validation: dict[str, dict[str, float]] = {}
     for name, fit in fits.items():
         validation[name] = {}
         for group in sorted(set(groups)):
             held = groups == group
-            validation[name][str(group)] = score(fit(x[~held], y[~held]), str(group))
-    best = min(validation, key=lambda name: float(np.mean(list(validation[name].values()))))
+            value = score(fit(x[~held], y[~held]), str(group))
+            if value is not None:
+                validation[name][str(group)] = value
+    judged = {name: scores for name, scores in validation.items() if scores}
+    if not judged:  # no held-out group is long enough to replay: the kind asked for, else per joint
+        name = next((n for n in fits if n.split()[0].rstrip(",") == kind), None)
+        return (fits[name](x, y) if name else fit_joint(x, y, clamp)), validation, held_out_by
+    if kind == AUTO:  # Δa = 0 replays exactly as without: the held-out change is 0 by definition
+        fits[NONE] = lambda x, y: zero_model(x.shape[1], y.shape[1])
+        judged[NONE] = validation[NONE] = {group: 0.0 for group in next(iter(judged.values()))}
+    best = min(judged, key=lambda name: float(np.mean(list(judged[name].values()))))
     return fits[best](x, y), validation, held_out_by
 
 
@@ -174,11 +187,11 @@ def replay_score(recordings: Sequence[MotionRows], held_out_by: str, replayer: O
                  skip_start_s: float) -> Score:  # fmt: skip
     """Score a model by replaying the held-out group's recordings with it (1 s windows every 1 s)."""
 
-    def score(model: FittedModel, group: str) -> float:
+    def score(model: FittedModel, group: str) -> float | None:
         rows = [r for r in recordings if (r.motion if held_out_by == "motion" else r.name) == group]
         result = run_openloop(rows, replayer, 1.0, 1.0, model.as_delta(), skip_start_s=skip_start_s)
         if not result.windows:
-            return 0.0
+            return None
         before = [w.scores["without"].metrics[0.5]["mpjpe_mm"] for w in result.windows]
         after = [w.scores["with"].metrics[0.5]["mpjpe_mm"] for w in result.windows]
         return float(np.mean(after) / np.mean(before) - 1.0)

@@ -21,7 +21,7 @@ import numpy as np
 from asap_ros.export.onnx_file import ClampFeature, mlp_forward
 
 Layers = list[tuple[np.ndarray, np.ndarray]]
-RIDGE, JOINT, MLP, AUTO = "ridge", "joint", "mlp", "auto"
+RIDGE, JOINT, MLP, AUTO, NONE = "ridge", "joint", "mlp", "auto", "none"
 MODEL_KINDS = (RIDGE, JOINT, MLP, AUTO)
 JOINT_TERMS = ("actions_open_loop", "dof_pos", "dof_vel")
 """What a ``joint`` model reads for each joint: its own recorded action, angle and velocity (and
@@ -102,6 +102,11 @@ def fit_ridge(inputs: np.ndarray, targets: np.ndarray, alpha: float | np.ndarray
     setting = f"alpha={alphas[0]:g}" if np.all(alphas == alphas[0]) else "alpha per joint=" + ",".join(
         f"{a:g}" for a in alphas)
     return FittedModel(RIDGE, _fold([(weight, np.zeros(y.shape[1]))], x_std, y_std), setting, clamp)
+
+
+def zero_model(inputs: int, outputs: int) -> FittedModel:
+    """Δa = 0 for every input: what ``auto`` answers when no model helps on held-out motions."""
+    return FittedModel(NONE, [(np.zeros((inputs, outputs)), np.zeros(outputs))], "Δa = 0")
 
 
 def fit_joint(inputs: np.ndarray, targets: np.ndarray, clamp: ClampFeature | None = None,

@@ -31,6 +31,7 @@ from asap_ros.export.asap_clip import clip_fields
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.exporter import META_SUFFIX, aligned_episodes, export_stem
 from asap_ros.export.formats import EXECUTED, RAW, ExportContext, load_context
+from asap_ros.export.trainer_sim import ACTION_SCALE
 from asap_ros.recording import topics
 from asap_ros.tracking.kinematics import NUM_DRIVEN
 
@@ -188,7 +189,7 @@ def load_recordings(paths: Sequence[str | Path], episodes: Sequence[int] | None 
                     ctx: ExportContext | None = None) -> list[MotionRows]:  # fmt: skip
     """Bags (directories or their ``.mcap``) and ``--format asap`` pickles, in the order given."""
     ctx = ctx or load_context()
-    default_q, scale = ctx.robot.default_q[ctx.driven_motors], 0.25
+    default_q, scale = ctx.robot.default_q[ctx.driven_motors], ACTION_SCALE
     found: list[MotionRows] = []
     for path in map(Path, paths):
         if not path.exists():

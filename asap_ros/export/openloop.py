@@ -27,7 +27,7 @@ from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.trainer_sim import ACTION_SCALE, BodyState, TrainerSim
 from asap_ros.export.trainer_velocity import joint_velocity, root_angular_velocity, root_linear_velocity
 from asap_ros.runtime.actor import OnnxModel
-from asap_ros.tracking.kinematics import KeypointModel
+from asap_ros.tracking.kinematics import DRIVEN_MOTORS, KeypointModel
 from asap_ros.tracking.metrics import SUCCESS_THRESHOLD_M, body_distances, e_acc, e_g_mpjpe, e_mpjpe, e_vel
 
 HORIZONS_S = (0.25, 0.5, 1.0)
@@ -223,8 +223,6 @@ def windows_of(rows: MotionRows, window_s: float, stride_s: float, skip_start_s:
 
 def clamp_share(recordings: Sequence[MotionRows], sim: TrainerSim) -> ClampShare:
     """Share of rows whose target ``0.25·a + default`` is outside the joint limits, per joint."""
-    from asap_ros.tracking.kinematics import DRIVEN_MOTORS
-
     robot = sim.robot
     low, high = robot.q_lower[DRIVEN_MOTORS], robot.q_upper[DRIVEN_MOTORS]
     targets = np.concatenate([ACTION_SCALE * r.action.astype(np.float64) + sim.driven_default for r in recordings])
@@ -240,8 +238,6 @@ def run_openloop(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, w
                  horizons: Sequence[float] = HORIZONS_S, delta_path: str | None = None, skip_start_s: float = 0.0,
                  on_window: Callable[[], None] | None = None) -> OpenLoopResult:  # fmt: skip
     """Every window of every recording, without and (with a model) with the delta; the lag scan; clamps."""
-    from asap_ros.tracking.kinematics import DRIVEN_MOTORS
-
     if max(horizons) > window_s + 1e-9:
         raise ConfigError(None, "--window", f"must cover the longest horizon ({max(horizons):g} s)", window_s)
     sim = replayer.sim
@@ -266,7 +262,7 @@ def run_openloop(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, w
                     scores[FINETUNE] = replayer.score(rows, start, trajectory, horizons)
             lag_error, lag_mpjpe = {}, {}
             for lag in LAGS:
-                if lag == 0:
+                if lag == 0 and LAG_HORIZON_S in scores[WITHOUT].metrics:  # the replay above, its first 0.25 s
                     s = scores[WITHOUT]
                 else:
                     s = replayer.score(rows, start, replayer.replay(rows, start, lag_steps, lag=lag), [LAG_HORIZON_S])
