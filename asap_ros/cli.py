@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("asap_ros.commands.export", "export recorded episodes for offline trainers (asap clip pickle, npz, delta)"),
     "metrics": ("asap_ros.commands.metrics", "tracking metrics (E_g-mpjpe, E_mpjpe, E_vel, E_acc) of recorded episodes"),
     "gap": ("asap_ros.commands.gap", "replay recorded commands in the nominal simulator; rank joints by divergence"),
+    "openloop": ("asap_ros.commands.openloop", "ASAP's open-loop protocol in MuJoCo: replay recorded actions, with and without a delta model"),
+    "delta": ("asap_ros.commands.delta", "delta-action models: fit one from recordings (delta fit)"),
     "view": ("asap_ros.commands.view", "the robot in the web browser, live or from a session bag (read-only)"),
 }
 

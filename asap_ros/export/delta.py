@@ -48,6 +48,16 @@ DELTA_INPUT_TERMS: tuple[InputTerm, ...] = (
     InputTerm("projected_gravity", 3, 1.0, "IMU quaternion"),
 )
 DELTA_INPUT_DIM = sum(term.dim for term in DELTA_INPUT_TERMS)
+
+
+def term_offset(name: str) -> tuple[int, float]:
+    """Where term ``name`` starts in the 108 inputs, and its scale."""
+    at = 0
+    for term in DELTA_INPUT_TERMS:
+        if term.name == name:
+            return at, term.scale
+        at += term.dim
+    raise KeyError(name)
 STATE_KEYS = ("dof_pos", "dof_vel", "base_pos", "base_quat_wxyz", "base_lin_vel", "base_ang_vel", "projected_gravity")
 
 

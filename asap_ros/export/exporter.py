@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from asap_ros.export.asap_clip import write_asap_clip
 from asap_ros.export.bag import SessionBag
 from asap_ros.export.clips import resolve_clip, resolve_spec
 from asap_ros.export.delta import write_delta
+from asap_ros.export.episode import RecordedEpisode
 from asap_ros.export.formats import RAW, ExportContext, load_context
 from asap_ros.export.npz_log import write_npz_log
 from asap_ros.export.pairing import transitions
@@ -122,18 +123,9 @@ def export_bag(
     out.mkdir(parents=True, exist_ok=True)
     exported = []
     with SessionBag(bag_path, mocap_topic) as bag:
-        session = bag.session_info()
-        clip_of = functools.cache(lambda motion: resolve_clip(motion, session, bag.path, clip))
-        facts_of = functools.cache(
-            lambda motion: PolicyFacts.of_spec(resolve_spec(motion, session, bag.path, ctx.robot)))
-        markers = bag.episodes()
-        _check_wanted(bag.path, markers, episodes)
-        count = len(episodes) if episodes else len(markers)
+        count = len(episodes) if episodes else len(bag.episodes())
         bar = Progress(count, f"export {bag.path.name}", "episodes", enabled=progress)
-        for marker, episode in bag.iter_episodes(episodes):
-            clip_path = clip_of(marker.motion)
-            episode_ctx = dataclasses.replace(ctx, policy=facts_of(marker.motion))
-            aligned = align_episode(episode, int(mocap_filter_ms * 1e6))
+        for episode, aligned, episode_ctx, clip_path in aligned_episodes(bag, ctx, episodes, clip, mocap_filter_ms):
             stem = out / export_stem(bag.path.name, episode.name)
             record = ExportedEpisode(
                 bag=str(bag.path), episode=episode.index, motion=episode.motion, clip=str(clip_path),
@@ -150,6 +142,22 @@ def export_bag(
             bar.advance()
         bar.close()
     return exported
+
+
+def aligned_episodes(bag: SessionBag, ctx: ExportContext, episodes: Sequence[int] | None = None,
+                     clip: str | Path | None = None, mocap_filter_ms: float = 0.0,
+                     ) -> Iterator[tuple[RecordedEpisode, AlignedEpisode, ExportContext, Path]]:  # fmt: skip
+    """Each wanted episode of an open bag on its control ticks, with its policy facts set in the
+    context and the clip it tracked (errors: no episode, an unknown one, no clip or spec)."""
+    session = bag.session_info()
+    clip_of = functools.cache(lambda motion: resolve_clip(motion, session, bag.path, clip))
+    facts_of = functools.cache(
+        lambda motion: PolicyFacts.of_spec(resolve_spec(motion, session, bag.path, ctx.robot)))
+    _check_wanted(bag.path, bag.episodes(), episodes)
+    for marker, episode in bag.iter_episodes(episodes):
+        clip_path = clip_of(marker.motion)
+        episode_ctx = dataclasses.replace(ctx, policy=facts_of(marker.motion))
+        yield episode, align_episode(episode, int(mocap_filter_ms * 1e6)), episode_ctx, clip_path
 
 
 def _check_wanted(bag: Path, markers: list, wanted: Sequence[int] | None) -> None:

@@ -17,6 +17,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
 
 
+KICK = "policies/kick_level1.yaml"
+
+
+@pytest.fixture(scope="session")
+def nominal_kick_session(tmp_path_factory, assets):
+    """``asap-ros sim --record`` of the kick on the nominal robot (``sim_nominal``, shared with
+    ``sim_session_bag``): the gap and delta-check tests' reference session."""
+    from asap_ros.testing.sim_sessions import record_sim_session
+
+    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=KICK)
+
+
+@pytest.fixture(scope="session")
+def weak_knees_kick_session(tmp_path_factory, assets):
+    """The same on the robot whose knees give 60% torque (``config/profiles/weak_knees.yaml``)."""
+    from asap_ros.testing.sim_sessions import record_sim_session
+
+    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_weak_knees", profile="weak_knees", policy=KICK)
+
+
 @pytest.fixture(scope="session")
 def sim_session_bag(tmp_path_factory) -> Path:
     """A session recorded the way an operator records one: ``asap-ros sim --record`` (kick_level1

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from asap_ros.cli import main
 from asap_ros.export.gap_report import bag_gap, ranking_table
-from asap_ros.testing.sim_sessions import record_sim_session
 
 KNEES = {"left_knee_joint", "right_knee_joint"}
 KNEE_CHAIN = KNEES | {"left_ankle_pitch_joint", "right_ankle_pitch_joint"}
@@ -24,21 +21,10 @@ left_knee (47.96 mrad): the real-time session's timing varies from run to run.""
 SKIP_START_S = 1.0
 """The simulated sessions release the elastic band as TRACKING starts: the robot drops a few
 centimetres onto its feet in the first second, a landing no open-loop replay reproduces."""
-POLICY = "policies/kick_level1.yaml"
 
 
-@pytest.fixture(scope="module")
-def weak_knees(tmp_path_factory, assets):
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_weak_knees", profile="weak_knees", policy=POLICY)
-
-
-@pytest.fixture(scope="module")
-def nominal(tmp_path_factory, assets):
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=POLICY)
-
-
-def test_weak_knees_rank_first(weak_knees, tmp_path, capsys):
-    assert main(["gap", str(weak_knees.bag), "--out", str(tmp_path), "--skip-start", str(SKIP_START_S)]) == 0
+def test_weak_knees_rank_first(weak_knees_kick_session, tmp_path, capsys):
+    assert main(["gap", str(weak_knees_kick_session.bag), "--out", str(tmp_path), "--skip-start", str(SKIP_START_S)]) == 0
     print(capsys.readouterr().out)
     ranking = json.loads((tmp_path / "gap.json").read_text())["ranking"]
     assert ranking[0]["joint"] in KNEES
@@ -51,18 +37,18 @@ def test_weak_knees_rank_first(weak_knees, tmp_path, capsys):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
 
 
-def test_nominal_divergence_is_small_and_uniform(nominal, weak_knees):
-    gap = bag_gap(nominal.bag, progress=False, skip_start_s=SKIP_START_S)
+def test_nominal_divergence_is_small_and_uniform(nominal_kick_session, weak_knees_kick_session):
+    gap = bag_gap(nominal_kick_session.bag, progress=False, skip_start_s=SKIP_START_S)
     rows = gap.ranking()
     print(ranking_table(rows, gap.rank_horizon_s))
     assert not any(r.stands_out for r in rows), rows[0]
-    weak_gap = bag_gap(weak_knees.bag, progress=False, skip_start_s=SKIP_START_S)
+    weak_gap = bag_gap(weak_knees_kick_session.bag, progress=False, skip_start_s=SKIP_START_S)
     weak = {r.joint: r.early_rms_rad for r in weak_gap.ranking()}
     assert rows[0].early_rms_rad < min(weak[k] for k in KNEES)  # the nominal robot's worst joint < either weak knee
 
 
-def test_gap_needs_mocap_and_a_positive_window(nominal, tmp_path, capsys):
-    assert main(["gap", str(nominal.bag), "--out", str(tmp_path), "--mocap-topic", "/no/mocap"]) == 2
+def test_gap_needs_mocap_and_a_positive_window(nominal_kick_session, tmp_path, capsys):
+    assert main(["gap", str(nominal_kick_session.bag), "--out", str(tmp_path), "--mocap-topic", "/no/mocap"]) == 2
     assert "/no/mocap" in capsys.readouterr().out
-    assert main(["gap", str(nominal.bag), "--out", str(tmp_path), "--window", "0"]) == 2
+    assert main(["gap", str(nominal_kick_session.bag), "--out", str(tmp_path), "--window", "0"]) == 2
     assert "--window: must be positive" in capsys.readouterr().out
