@@ -281,15 +281,15 @@ class PolledReader:
         """Held while taking or waiting: :meth:`close` never deletes the entities under a reader."""
         self._closed = False
 
-    def _take(self) -> bool:
-        """Keep the newest valid sample waiting in the reader; False if there was none."""
+    def _take(self) -> list[bytes]:
+        """The valid samples waiting in the reader, oldest first; the newest is kept (stamped now)."""
         samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, self._depth)
         if isinstance(samples, int):
             raise DDSException(samples, "raw take")
         valid = [data for data, info in samples if info.valid_data]
         if valid:
             self._payload, self._stamp_ns, self._arrival_ns = valid[-1], time.time_ns(), time.monotonic_ns()
-        return bool(valid)
+        return valid
 
     def newest(self) -> tuple[bytes | None, int, int]:
         """``(payload, stamp_ns, arrival_ns)`` of the newest sample (``None`` before the first)."""
@@ -308,15 +308,7 @@ class PolledReader:
         """Every valid sample waiting, oldest first (at most the reader's history depth); the
         newest also becomes :meth:`newest`'s."""
         with self._in_use:
-            if self._closed:
-                return []
-            samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, self._depth)
-            if isinstance(samples, int):
-                raise DDSException(samples, "raw take")
-            valid = [data for data, info in samples if info.valid_data]
-            if valid:
-                self._payload, self._stamp_ns, self._arrival_ns = valid[-1], time.time_ns(), time.monotonic_ns()
-            return valid
+            return [] if self._closed else self._take()
 
     def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int, int]:
         """The first sample to arrive after this call, or the newest one after ``timeout_s``."""

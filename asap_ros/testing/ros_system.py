@@ -452,6 +452,20 @@ class System:
         self.sim.request(BAND_RELEASE)
         self.ros.spin_until(lambda: False, BAND_SETTLE_S)
 
+    def hang_deploy_through_takeover(self, hold_s: float = 0.8) -> int:
+        """SIGSTOP the deploy process until the supervisor says TAKEOVER, ``hold_s`` more, then
+        SIGCONT; returns the time just before the stop."""
+        assert self.deploy is not None
+        stopped_at = time.time_ns()
+        os.kill(self.deploy.pid, signal.SIGSTOP)
+        try:
+            assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER),
+                                       10.0), self.ros.latched
+            time.sleep(hold_s)
+        finally:
+            os.kill(self.deploy.pid, signal.SIGCONT)
+        return stopped_at
+
     def kill_deploy(self) -> int:
         """``kill -9`` the deploy process; returns the time just before the signal."""
         assert self.deploy is not None
@@ -480,6 +494,17 @@ class System:
         self.ros.close()
         self.lowcmd.close()
         self.sim.stop()
+
+
+def simulator_system(domain: int, logs: Path) -> Iterator[System]:
+    """A :class:`System` with only the simulator started (each test starts the nodes it needs),
+    closed afterwards (the body of a module-scoped fixture)."""
+    system = System(domain, logs)
+    try:
+        system.sim.start()
+        yield system
+    finally:
+        system.close()
 
 
 def started_system(domain: int, logs: Path) -> Iterator[System]:

@@ -48,7 +48,7 @@ def test_a_step_stalled_between_its_verdict_and_its_write_writes_nothing_stale()
     stalled_at = bus.now_ns
     bus.run_for(2000 * MS)
     assert bus.max_writers_in_window() == 1
-    first_supervisor = next(w.at_ns for w in bus.writes if w.writer == "supervisor1")
+    first_supervisor = next(w.stamp_ns for w in bus.writes if w.writer == "supervisor1")
     assert not [w for w in bus.stiff_after(first_supervisor)]
     assert bus.deploy.mode is Mode.DAMPING
     assert bus.writers_after(stalled_at) == ["deploy", "supervisor1"]
@@ -80,8 +80,8 @@ def test_a_hung_deploy_node_is_taken_over_and_never_writes_beside_the_supervisor
         return
     assert core.authority is Authority.TAKEOVER
     assert bus.writers_after(start) == ["supervisor1"]
-    first = bus.writes[next(i for i, w in enumerate(bus.writes) if w.at_ns >= start and w.writer == "supervisor1")]
-    assert first.at_ns - start <= 220 * MS  # takeover_after_ms + a watchdog step + a little
+    first = bus.writes[next(i for i, w in enumerate(bus.writes) if w.stamp_ns >= start and w.writer == "supervisor1")]
+    assert first.stamp_ns - start <= 220 * MS  # takeover_after_ms + a watchdog step + a little
 
 
 def test_the_supervisor_dying_during_a_takeover_leaves_the_robot_damped_by_the_deploy_node() -> None:
@@ -95,8 +95,8 @@ def test_the_supervisor_dying_during_a_takeover_leaves_the_robot_damped_by_the_d
     killed = bus.now_ns
     sup.killed_ns = killed
     bus.run_for(1000 * MS)
-    last_supervisor = max(w.at_ns for w in bus.writes if w.writer == "supervisor1")
-    first_deploy = min(w.at_ns for w in bus.writes if w.writer == "deploy" and w.at_ns > last_supervisor)
+    last_supervisor = max(w.stamp_ns for w in bus.writes if w.writer == "supervisor1")
+    first_deploy = min(w.stamp_ns for w in bus.writes if w.writer == "deploy" and w.stamp_ns > last_supervisor)
     assert first_deploy - last_supervisor <= 100 * MS
     assert bus.longest_silence(killed, bus.now_ns) <= 100 * MS
     assert bus.max_writers_in_window() == 1

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window, node_process
+from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window, node_process, simulator_system
 
 FAULT = "/asap_deploy/fault"
 SUPERVISOR = "/asap_supervisor/state"
@@ -25,12 +25,7 @@ SUPERVISOR = "/asap_supervisor/state"
 @pytest.fixture(scope="module")
 def system(dds_domain, tmp_path_factory):
     """Simulator, observer and client for the module; the nodes are (re)started by each test."""
-    system = System(dds_domain, tmp_path_factory.mktemp("fault_logs"))
-    try:
-        system.sim.start()
-        yield system
-    finally:
-        system.close()
+    yield from simulator_system(dds_domain, tmp_path_factory.mktemp("fault_logs"))
 
 
 def injected(system: System, faults: str | None) -> None:

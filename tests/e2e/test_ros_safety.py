@@ -17,7 +17,7 @@ import time
 import pytest
 
 from asap_ros.sim.process import stop_gracefully
-from asap_ros.testing.ros_system import RogueWriter, System, max_writers_in_window, node_process
+from asap_ros.testing.ros_system import RogueWriter, System, max_writers_in_window, node_process, simulator_system
 
 SUPERVISOR = "/asap_supervisor/state"
 FAULT = "/asap_deploy/fault"
@@ -26,12 +26,7 @@ FAULT = "/asap_deploy/fault"
 @pytest.fixture(scope="module")
 def system(dds_domain, tmp_path_factory):
     """Simulator, observer and client for the module; each test (re)starts the nodes it needs."""
-    system = System(dds_domain, tmp_path_factory.mktemp("safety_logs"))
-    try:
-        system.sim.start()
-        yield system
-    finally:
-        system.close()
+    yield from simulator_system(dds_domain, tmp_path_factory.mktemp("safety_logs"))
 
 
 @pytest.fixture(autouse=True)
@@ -80,12 +75,7 @@ def test_the_supervisor_dying_during_a_takeover_leaves_damping_from_the_deploy_n
     deploy node streams damping itself; a restarted supervisor grants again, and the robot stands
     again only after a reset."""
     deploy = writer_of(system)
-    os.kill(system.deploy.pid, signal.SIGSTOP)
-    try:
-        latched(system, SUPERVISOR, "TAKEOVER")
-        time.sleep(0.8)
-    finally:
-        os.kill(system.deploy.pid, signal.SIGCONT)
+    system.hang_deploy_through_takeover()
     time.sleep(0.5)
     killed = time.time_ns()
     os.kill(system.supervisor.pid, signal.SIGKILL)
@@ -118,13 +108,7 @@ def test_a_second_supervisor_never_grants_nor_writes(system):
         system.ros.node.create_subscription(String, "/second_supervisor/state", lambda m: states.append(m.data),
                                             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         assert system.ros.spin_until(lambda: bool(states) and states[-1].startswith("SECONDARY"), 30.0), states
-        began = time.time_ns()
-        os.kill(system.deploy.pid, signal.SIGSTOP)
-        try:
-            latched(system, SUPERVISOR, "TAKEOVER")
-            time.sleep(0.8)
-        finally:
-            os.kill(system.deploy.pid, signal.SIGCONT)
+        began = system.hang_deploy_through_takeover()
         time.sleep(1.0)
         reset = system.ctl("reset")
         assert reset.returncode == 0, reset.stdout + reset.stderr
