@@ -83,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--motions", type=int, default=3, help="kick_level1 runs to track in full")
     parser.add_argument("--no-recorder", action="store_true")
-    parser.add_argument("--switch-interval-ms", type=float, default=0.5,
+    parser.add_argument("--switch-interval-ms", type=float, default=0.1,
                         help="deploy's sys.setswitchinterval (Python's default is 5 ms)")
     parser.add_argument("--control-cpu", type=int, help="CPU kept for the control thread alone")
     parser.add_argument("--view", action="store_true", help="run asap-ros view (its page served, opened elsewhere)")
@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--domain", type=int, default=process_domain())
     args = parser.parse_args()
     args.view = args.view or args.view_browser
-    deploy_params = {"late_after_ms": 5.0, "switch_interval_ms": args.switch_interval_ms}
+    deploy_params = {"switch_interval_ms": args.switch_interval_ms}
     if args.control_cpu is not None:
         os.sched_setaffinity(0, os.sched_getaffinity(0) - {args.control_cpu})  # inherited by every child
         deploy_params["control_cpu"] = args.control_cpu

@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     recorder = node_process("recorder_node", args.domain, params, logs / "recorder.log")
     probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"])
     try:
-        system = System(args.domain, logs, deploy_params={"late_after_ms": LATE_AFTER_MS},
+        system = System(args.domain, logs,
                         lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=MOCAP_RATE_HZ, mocap_readers=1)
         try:
             wait_for_recorder(60.0)

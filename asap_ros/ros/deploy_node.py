@@ -14,8 +14,10 @@ damping, and its takeover latches DAMPING with its reason. The stamp of the newe
 ``mocap/pose`` goes into each step record.
 Operator services (``std_srvs/Trigger``):
 ``~/stand``, ``~/stop``, ``~/estop``, ``~/reset``, ``~/start`` (the ``default_motion``
-parameter) and one ``~/start/<motion>`` per loaded policy. ``~/estop`` has a callback group of
-its own on a multi-threaded executor: it never waits behind another request. Every request,
+parameter) and one ``~/start/<motion>`` per loaded policy. ``~/estop`` is served by a node of its
+own (``<name>_estop``) on an executor thread of its own: it never waits behind another request.
+Both executors are single-threaded (a multi-threaded one runs far more Python per event, holding
+the GIL the control thread needs). Every request,
 accepted or refused, is logged with its reason, kept in ``diagnostics`` (the newest few) and
 published on ``~/operator`` (std_msgs/String, one JSON object each; recorded by asap_recorder).
 Nothing authenticates a caller on the domain (see docs/operating.md).
@@ -119,42 +121,41 @@ class DeployNode:
         self._shown: tuple[str, str] | None = None
         self._mode_differed = False
         self._show_mode(self.controller.mode.name, "", f"starting in {self.controller.mode.name}")
-        self._state_publisher = StatePublisher(node, self.loop, self.robot.joint_names)
+        self._state_publisher = StatePublisher(node, self.loop, self.robot.joint_names, p["state_publish_rate_hz"])
         self._diagnostics = DiagnosticsPublisher(node, self.loop, self.robot.joint_names, config.safety,
                                                  self.operator_records, self.dds.arbiter)
         self._create_services(policies)
         node.create_subscription(PoseStamped, MOCAP_TOPIC, self._on_mocap, qos_profile_sensor_data)
         self.loop.add_sink(self._on_step)
-        self._timers = {
-            "state_publish_rate_hz": node.create_timer(1.0 / p["state_publish_rate_hz"], self._state_publisher.publish),
-            "diagnostics_rate_hz": node.create_timer(1.0 / p["diagnostics_rate_hz"], self._diagnostics.publish),
-        }
+        self.loop.add_sink(self._state_publisher.on_step)  # right after each step, not beside the next one
+        self._timers = {"diagnostics_rate_hz": node.create_timer(1.0 / p["diagnostics_rate_hz"], self._diagnostics.publish)}
         node.create_timer(MODE_CHECK_S, self._show_loop_mode)
         self.params.on_change(self._apply_rates)
 
     # --- set-up helpers ------------------------------------------------------------------
     def _create_services(self, policies: Mapping[str, Any]) -> None:
-        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+        """The operator services on the node; ``~/estop`` on a node of its own (:attr:`estop_node`,
+        spun by its own executor thread, see :func:`main`), so it never waits behind another
+        request waiting for the control step's lock."""
+        import rclpy
         from std_srvs.srv import Trigger
 
         from asap_ros.core.state_machine import EStop, Reset, Stand, Start, Stop
 
         node = self.node
-        operator = MutuallyExclusiveCallbackGroup()  # Stand, Start, Stop, Reset: one at a time
-        estop = MutuallyExclusiveCallbackGroup()  # the e-stop never waits behind them
         handlers: dict[str, Callable[[], Any]] = {
             "~/stand": Stand,
             "~/stop": Stop,
-            "~/estop": lambda: EStop("operator e-stop (~/estop service)"),
             "~/reset": Reset,
             "~/start": lambda: Start(self.params["default_motion"]),
             **{f"~/start/{name}": (lambda n=name: Start(n)) for name in policies},
         }
-        self._services = [
-            node.create_service(Trigger, name, self._trigger(name, make),
-                                callback_group=estop if name == "~/estop" else operator)
-            for name, make in handlers.items()
-        ]
+        self._services = [node.create_service(Trigger, name, self._trigger(name, make)) for name, make in handlers.items()]
+        self.estop_node = rclpy.create_node(f"{node.get_name()}_estop", namespace=node.get_namespace(),
+                                            context=node.context)
+        estop_service = f"{node.get_fully_qualified_name()}/estop"
+        self._services.append(self.estop_node.create_service(
+            Trigger, estop_service, self._trigger("~/estop", lambda: EStop("operator e-stop (~/estop service)"))))
 
     def _trigger(self, service: str, make_request: Callable[[], Any]) -> Callable[[Any, Any], Any]:
         """A Trigger callback applying one request; a refusal is success=False with the reason."""
@@ -222,6 +223,8 @@ class DeployNode:
                               f"not a loaded motion (known: {', '.join(motions)})", values["default_motion"])
 
     def _apply_rates(self, changed: dict[str, Any]) -> None:
+        if "state_publish_rate_hz" in changed:
+            self._state_publisher.period_ns = int(1e9 / changed["state_publish_rate_hz"])
         for name, timer in self._timers.items():
             if name in changed:
                 timer.timer_period_ns = int(1e9 / changed[name])
@@ -288,12 +291,15 @@ class DeployNode:
         time.sleep(SHUTDOWN_DAMPING_S)
         self.loop.stop()
         self.node.get_logger().info(f"published {json.dumps(self.dds.written())}")
+        self.node.get_logger().info(f"control loop {json.dumps(self.loop.stats().as_dict())}")
 
 
 class StatePublisher:
-    """``joint_states`` and ``imu`` from the control loop's newest state (timer callback)."""
+    """``joint_states`` and ``imu`` from the control loop's newest state, on the loop's sink thread
+    right after a step (at most ``rate_hz``): Python work that never runs beside the next step
+    (a timer of its own woke at the control rate too, and held the GIL the step needed)."""
 
-    def __init__(self, node: Any, loop: Any, joint_names: tuple[str, ...]):
+    def __init__(self, node: Any, loop: Any, joint_names: tuple[str, ...], rate_hz: float):
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import Imu, JointState
 
@@ -302,6 +308,15 @@ class StatePublisher:
         self._joints = node.create_publisher(JointState, "joint_states", qos_profile_sensor_data)
         self._imu = node.create_publisher(Imu, "imu", qos_profile_sensor_data)
         self._published_stamp_ns = 0
+        self.period_ns = int(1e9 / rate_hz)
+        self._next_ns = 0
+
+    def on_step(self, _record: Any) -> None:
+        """Sink: publish when a period has passed since the last one."""
+        now = time.monotonic_ns()
+        if now >= self._next_ns:
+            self._next_ns = now + self.period_ns - self.period_ns // 10  # a tenth early: the step grid jitters
+            self.publish()
 
     def publish(self) -> None:
         """The control loop's newest decoded state, unless already published."""
@@ -367,10 +382,19 @@ class DiagnosticsPublisher:
         self._pub.publish(diagnostics_msg(data, self._node_name))
 
 
+def _spin_quietly(executor: Any) -> None:
+    from rclpy.executors import ExternalShutdownException
+
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console script ``asap_deploy``: exit 2 with one line naming the problem on bad parameters."""
     import rclpy
-    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], DEPLOY_PARAMS, config_file("deploy.yaml")):
         return 0
@@ -386,8 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     deploy.start()
     node.get_logger().info(
         f"control loop running; motions: {', '.join(sorted(deploy.controller.policies))}")
-    executor = MultiThreadedExecutor(num_threads=2)  # the e-stop's callback group runs beside the others
+    executor = SingleThreadedExecutor()  # (rclpy's EventsExecutor answered no service here, rclpy 9.1.2)
     executor.add_node(node)
+    estop_executor = SingleThreadedExecutor()
+    estop_executor.add_node(deploy.estop_node)
+    threading.Thread(target=_spin_quietly, args=(estop_executor,), name="asap-estop", daemon=True).start()
     try:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -395,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         deploy.shutdown()
         executor.shutdown()
+        estop_executor.shutdown()
+        deploy.estop_node.destroy_node()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

@@ -206,6 +206,10 @@ class LoopStats:
     """Wake-up -> LowCmd written, same steps."""
     wake_late: Percentiles | None
     """Wake-up minus deadline, every retained step (what the machine does to the thread)."""
+    state_waits: int = 0
+    """Steps that found no LowState newer than the previous step's and waited for one."""
+    state_wait: Percentiles | None = None
+    """How long those steps waited (at most ``state_wait_s``)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Flat keys for diagnostics and run summaries (``deadline_misses``, ``latency_p99_us``, ...)."""
@@ -216,7 +220,9 @@ class LoopStats:
             "decode_errors": self.decode_errors, "write_errors": self.write_errors,
             "dropped_records": self.dropped_records,
         }  # fmt: skip
-        for name, value in (("latency", self.latency), ("compute", self.compute), ("wake_late", self.wake_late)):
+        flat["state_waits"] = self.state_waits
+        for name, value in (("latency", self.latency), ("compute", self.compute), ("wake_late", self.wake_late),
+                            ("state_wait", self.state_wait)):
             if value is not None:
                 flat.update({f"{name}_p50_us": value.p50_us, f"{name}_p99_us": value.p99_us,
                              f"{name}_max_us": value.max_us})
@@ -230,13 +236,19 @@ class _Timing:
         self.latency_ns = np.zeros(capacity, dtype=np.int64)
         self.compute_ns = np.zeros(capacity, dtype=np.int64)
         self.wake_late_ns = np.zeros(capacity, dtype=np.int64)
+        self.state_wait_ns = np.zeros(capacity, dtype=np.int64)
         self.timed = 0
         self.woken = 0
+        self.state_waits = 0
         self.late_steps = self.late_run = self.longest_late_run = self.skipped_periods = 0
 
     def woke(self, late_ns: int) -> None:
         self.wake_late_ns[self.woken % len(self.wake_late_ns)] = late_ns
         self.woken += 1
+
+    def waited(self, wait_ns: int) -> None:
+        self.state_wait_ns[self.state_waits % len(self.state_wait_ns)] = wait_ns
+        self.state_waits += 1
 
     def step(self, latency_ns: int, compute_ns: int) -> None:
         i = self.timed % len(self.latency_ns)
@@ -420,7 +432,8 @@ class ControlLoop:
             decode_errors=self._decode_errors, write_errors=self._write_errors,
             last_write_error=self._last_write_error, dropped_records=self._dropped_records,
             latency=t.percentiles(t.latency_ns, t.timed), compute=t.percentiles(t.compute_ns, t.timed),
-            wake_late=t.percentiles(t.wake_late_ns, t.woken),
+            wake_late=t.percentiles(t.wake_late_ns, t.woken), state_waits=t.state_waits,
+            state_wait=t.percentiles(t.state_wait_ns, t.state_waits),
         )  # fmt: skip
 
     def wake_lateness_ns(self) -> np.ndarray:
@@ -490,8 +503,12 @@ class ControlLoop:
         arrive within ``state_wait_s`` (the robot's 500 Hz stream leaves one waiting every 2 ms)."""
         sample = self.states.newest()
         if sample[0] is None or sample[2] == self._taken_arrival_ns:
+            began = self.clock.monotonic_ns()
             sample = self.states.next_arrival(self._state_wait_s)
-        self._taken_arrival_ns = sample[2]
+            if self._taken_arrival_ns >= 0:  # (before the robot's first state: no wait counted)
+                self._timing.waited(self.clock.monotonic_ns() - began)
+        if sample[0] is not None:
+            self._taken_arrival_ns = sample[2]
         return sample
 
     def _guarded_step(self, take: Callable[[], tuple[bytes | None, int, int]], late: bool) -> None:
