@@ -39,7 +39,7 @@ control thread: in the place of the robot's own board, out of reach of the compu
 RECORDER_MODULE = "asap_ros.ros.recorder_node"
 RECORDER_READY_S = 3.0
 """Time given to asap_recorder to subscribe before the robot stands up."""
-GIL_SWITCH_INTERVAL_S = 0.0002
+GIL_SWITCH_INTERVAL_S = 0.0001
 """The control thread waits at most this long for the GIL held by a DDS thread (CPython: 5 ms)."""
 
 

@@ -48,8 +48,8 @@ __all__ = ["NODE_NAME", "SupervisorNode", "main"]
 
 NODE_NAME = "asap_supervisor"
 TAKEOVER = "TAKEOVER"
-SWITCH_INTERVAL_S = 0.0005
-"""sys.setswitchinterval: a Python thread holding the GIL yields it to the watchdog within 0.5 ms."""
+SWITCH_INTERVAL_S = 0.0001
+"""sys.setswitchinterval: a Python thread holding the GIL yields it to the watchdog within 0.1 ms."""
 
 
 def lowcmd_is_damping(record: Any) -> bool:
