@@ -28,6 +28,9 @@ def add_recording_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decimation", type=int, default=4,
                         help="physics steps per policy step (default %(default)s, ASAP's)")  # fmt: skip
     parser.add_argument("--sim-config", default=None, help="simulator config for the model (default config/sim.yaml)")
+    parser.add_argument("--targets", choices=("trainer", "runtime"), default="trainer",
+                        help="PD targets 0.25·(a + Δa) + default as ASAP's trainer applies them (unclamped), or "
+                             "clipped to the joint limits as the runtime sent them to the robot (default %(default)s)")  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +53,7 @@ def load_for(args: argparse.Namespace):  # noqa: ANN201 - heavy types imported l
     from asap_ros.export.trainer_sim import TrainerSim
 
     recordings = load_recordings(args.recordings, args.episode, args.mocap_topic, args.mocap_filter_ms)
-    replayer = OpenLoopReplayer(TrainerSim(args.physics_hz, args.decimation, args.sim_config),
+    replayer = OpenLoopReplayer(TrainerSim(args.physics_hz, args.decimation, args.sim_config, args.targets),
                                 reset_velocity=args.reset_velocity)  # fmt: skip
     return recordings, replayer
 
