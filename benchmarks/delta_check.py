@@ -53,6 +53,7 @@ SKIP_START_S = {"torque65": 0.5}
 STRIDE_S = 0.5
 FIT_SPEED_TICKS = 10_000
 HORIZONS = ("0.25", "0.5", "1")
+EXACT_LABEL = {False: "exact oracle (clamp, effort clip)", True: "exact oracle (weakened joints only; the sim clamps)"}
 
 
 def record(root: Path, sessions: int) -> None:
@@ -157,7 +158,7 @@ def main() -> None:
         summary = to_dict(run_openloop(weak, replayer, 1.0, STRIDE_S, load_delta_model(str(oracle)),
                                        skip_start_s=SKIP_START_S["torque65"]))  # fmt: skip
         figures[f"oracle_{'exact' if exact else 'linear'}"] = summary
-        print(row("exact oracle (clamp, effort clip)" if exact else "linear oracle (ASAP's perfect delta + damping)", summary))
+        print(row(EXACT_LABEL[runtime] if exact else "linear oracle (ASAP's perfect delta + damping)", summary))
 
     knees = loaded(bags(args.root, "weak_knees", MOTIONS), cache)
     print(f"\n## oracle: weak_knees (the best any delta can do there), {len(knees)} recordings")
@@ -166,7 +167,7 @@ def main() -> None:
                                 runtime=runtime)  # fmt: skip
     summary = to_dict(run_openloop(knees, replayer, 1.0, STRIDE_S, load_delta_model(str(oracle))))
     figures["oracle_weak_knees"] = summary
-    print(row("exact oracle (clamp, effort clip)", summary))
+    print(row(EXACT_LABEL[runtime], summary))
     print(knees_line(summary))
 
     for profile in PROFILES:

@@ -59,14 +59,19 @@ def load_for(args: argparse.Namespace):  # noqa: ANN201 - heavy types imported l
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from asap_ros.core.errors import ConfigError
-    from asap_ros.export.openloop import horizon_steps, load_delta_model, run_openloop, windows_of
+    from asap_ros.export.openloop import horizon_steps, load_delta_model, run_openloop, targets_mismatch, windows_of
     from asap_ros.export.openloop_report import text_report, to_dict, write_json, write_png
     from asap_ros.export.progress import Progress
 
     if args.finetune_semantics and args.delta is None:
         raise ConfigError(None, "--finetune-semantics", "needs a delta model (--delta MODEL)")
     delta = load_delta_model(str(args.delta)) if args.delta is not None else None
+    mismatch = None if delta is None else targets_mismatch(delta, args.targets)
+    if mismatch is not None:
+        print(mismatch, file=sys.stderr)
     recordings, replayer = load_for(args)
     total = sum(len(windows_of(r, args.window, args.stride, args.skip_start)) for r in recordings)
     if total == 0:

@@ -39,7 +39,7 @@ from asap_ros.export.delta_regression import (
 from asap_ros.export.delta_targets import DETERMINED, DeltaTargetFitter, DeltaTargets
 from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.onnx_file import ClampFeature, write_mlp_onnx
-from asap_ros.export.openloop import OpenLoopReplayer, run_openloop
+from asap_ros.export.openloop import TARGETS_METADATA, OpenLoopReplayer, run_openloop
 from asap_ros.export.trainer_sim import ACTION_SCALE, TrainerSim
 from asap_ros.tracking.kinematics import DRIVEN_MOTORS, NUM_DRIVEN
 
@@ -248,7 +248,7 @@ def write_model(model: FittedModel, report: FitReport, path: str | Path, replaye
         "asap_ros.delta.ticks": str(report.ticks),
         "asap_ros.delta.simulator": replayer.sim.description,
         "asap_ros.delta.reset_velocity": replayer.reset_velocity,
-        "asap_ros.delta.targets": replayer.sim.target_semantics,
+        TARGETS_METADATA: replayer.sim.target_semantics,
         "asap_ros.delta.validation": json.dumps(report.validation),
     }
     layers = [(w.astype(np.float32), b.astype(np.float32)) for w, b in model.layers]

@@ -44,6 +44,8 @@ LAGS = (-1, 0, 1)
 LAG_HORIZON_S = 0.25
 DeltaModel = Callable[[np.ndarray], np.ndarray]
 """A delta model: one float32 observation (108) -> Δa (23): an :class:`OnnxModel`, or a fit in memory."""
+TARGETS_METADATA = "asap_ros.delta.targets"
+"""ONNX metadata key of the target semantics a fitted delta model was fitted under."""
 DELTA_INPUT, DELTA_OUTPUT = ("actor_obs", 108), ("action", 23)
 """ASAP's exported delta model (``eval_agent.py``, ``export_policy_as_onnx``)."""
 
@@ -51,6 +53,15 @@ DELTA_INPUT, DELTA_OUTPUT = ("actor_obs", 108), ("action", 23)
 def load_delta_model(path: str) -> OnnxModel:
     """A delta-action model checked to map ``actor_obs`` [1, 108] to ``action`` [1, 23] (errors name the file)."""
     return OnnxModel(path, *DELTA_INPUT, *DELTA_OUTPUT, source=path, key="delta model")
+
+
+def targets_mismatch(model: OnnxModel, targets: str) -> str | None:
+    """A warning when ``model`` (its ``asap_ros.delta.targets`` metadata) was fitted under other target semantics."""
+    fitted = model.session.get_modelmeta().custom_metadata_map.get(TARGETS_METADATA)
+    if fitted is None or fitted == targets:
+        return None
+    return (f"WARNING: {model.path} was fitted with --targets {fitted} and is replayed with --targets {targets}: "
+            "its Δa describes another simulator (with or without the joint-limit clamp)")
 
 
 def horizon_steps(horizon_s: float, dt: float) -> int:

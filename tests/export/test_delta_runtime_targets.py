@@ -11,7 +11,7 @@ from asap_ros.config.paths import policies_dir
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.state import RobotState
 from asap_ros.export.delta_fit import fit_delta, write_model
-from asap_ros.export.openloop import OpenLoopReplayer, load_delta_model, run_openloop
+from asap_ros.export.openloop import OpenLoopReplayer, load_delta_model, run_openloop, targets_mismatch
 from asap_ros.export.openloop_report import text_report, to_dict
 from asap_ros.export.trainer_sim import TrainerSim
 from asap_ros.runtime.policies import load_policy_runner
@@ -91,6 +91,9 @@ def test_a_runtime_targets_fit_ranks_the_weak_joint_first(clamped_rows, runtime_
     assert held_out["delta"]["ranking"][0]["joint"] == "left_knee_joint", held_out["delta"]["ranking"][:3]
     assert held_out["horizons"]["0.5"]["mpjpe_mm"]["with_change"]["value"] < -0.1
     assert "targets: runtime" in text_report(held_out)
+    assert targets_mismatch(load_delta_model(str(path)), "runtime") is None
+    assert "fitted with --targets runtime and is replayed with --targets trainer" in str(
+        targets_mismatch(load_delta_model(str(path)), "trainer"))
 
 
 def test_targets_option_refuses_an_unknown_semantics(tmp_path, capsys):
