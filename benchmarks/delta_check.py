@@ -14,7 +14,11 @@ semantics (``asap-ros openloop``, ``asap-ros delta fit``; 1 s windows every 0.5 
 - speed: ``openloop`` (no delta, one core) in multiples of real time, and ``delta fit`` of
   10 000 transitions on two rollout threads (recordings repeated to reach it).
 
+``--targets runtime`` replays and fits with the targets clipped to the joint limits as the runtime
+sent them (the oracle then leaves the clamp to the simulator); ``trainer`` (default) is ASAP's.
+
     .venv/bin/python benchmarks/delta_check.py --root runs/rec [--record 2] [--json runs/delta_check.json]
+                                               [--targets trainer|runtime] [--skip-speed]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from asap_ros.export.delta_fit import fit_delta, write_model
 from asap_ros.export.motion_rows import MotionRows, load_recordings
 from asap_ros.export.openloop import OpenLoopReplayer, load_delta_model, run_openloop
 from asap_ros.export.openloop_report import delta_ranking, to_dict
+from asap_ros.export.trainer_sim import RUNTIME_TARGETS, TARGET_SEMANTICS, TRAINER_TARGETS, TrainerSim
 from asap_ros.sim.profile import load_profile
 from asap_ros.testing.delta_oracle import write_oracle_delta
 
@@ -48,6 +53,7 @@ SKIP_START_S = {"torque65": 0.5}
 STRIDE_S = 0.5
 FIT_SPEED_TICKS = 10_000
 HORIZONS = ("0.25", "0.5", "1")
+EXACT_LABEL = {False: "exact oracle (clamp, effort clip)", True: "exact oracle (weakened joints only; the sim clamps)"}
 
 
 def record(root: Path, sessions: int) -> None:
@@ -118,14 +124,18 @@ def main() -> None:
     parser.add_argument("--record", type=int, default=0, metavar="N", help="record N sessions per profile and motion first")
     parser.add_argument("--json", type=Path, default=None, help="write every summary here")
     parser.add_argument("--skip-speed", action="store_true", help="leave out the speed figures")
+    parser.add_argument("--targets", choices=TARGET_SEMANTICS, default=TRAINER_TARGETS,
+                        help="PD targets unclamped (ASAP's trainer) or clipped as the runtime sent them (default %(default)s)")  # fmt: skip
     args = parser.parse_args()
     if args.record:
         record(args.root, args.record)
     work = Path(tempfile.mkdtemp(prefix="delta_check_"))
     robot = load_robot_model()
     cache: dict[Path, list[MotionRows]] = {}
-    replayer = OpenLoopReplayer()
-    figures: dict[str, dict] = {}
+    replayer = OpenLoopReplayer(TrainerSim(targets=args.targets))
+    runtime = args.targets == RUNTIME_TARGETS
+    figures: dict[str, dict] = {"targets": {"semantics": args.targets}}
+    print(f"# targets: {args.targets} ({'clipped to the joint limits as the runtime sent them' if runtime else 'unclamped, ASAP trainer'})")
 
     nominal = loaded(bags(args.root, "nominal", MOTIONS), cache)
     zero = write_oracle_delta(work / "zero.onnx", robot, 1.0, exact=False)
@@ -144,19 +154,21 @@ def main() -> None:
     print(HEADER)
     scale = load_profile("torque65", robot.joint_names).torque_scale
     for exact in (True, False):
-        oracle = write_oracle_delta(work / f"oracle_{exact}.onnx", robot, scale, exact=exact)
+        oracle = write_oracle_delta(work / f"oracle_{exact}.onnx", robot, scale, exact=exact, runtime=runtime)
         summary = to_dict(run_openloop(weak, replayer, 1.0, STRIDE_S, load_delta_model(str(oracle)),
                                        skip_start_s=SKIP_START_S["torque65"]))  # fmt: skip
         figures[f"oracle_{'exact' if exact else 'linear'}"] = summary
-        print(row("exact oracle (clamp, effort clip)" if exact else "linear oracle (ASAP's perfect delta + damping)", summary))
+        print(row(EXACT_LABEL[runtime] if exact else "linear oracle (ASAP's perfect delta + damping)", summary))
 
     knees = loaded(bags(args.root, "weak_knees", MOTIONS), cache)
     print(f"\n## oracle: weak_knees (the best any delta can do there), {len(knees)} recordings")
     print(HEADER)
-    oracle = write_oracle_delta(work / "oracle_knees.onnx", robot, load_profile("weak_knees", robot.joint_names).torque_scale)
+    oracle = write_oracle_delta(work / "oracle_knees.onnx", robot, load_profile("weak_knees", robot.joint_names).torque_scale,
+                                runtime=runtime)  # fmt: skip
     summary = to_dict(run_openloop(knees, replayer, 1.0, STRIDE_S, load_delta_model(str(oracle))))
     figures["oracle_weak_knees"] = summary
-    print(row("exact oracle (clamp, effort clip)", summary))
+    print(row(EXACT_LABEL[runtime], summary))
+    print(knees_line(summary))
 
     for profile in PROFILES:
         print(f"\n## fit, held-out motion: {profile}")
@@ -177,13 +189,22 @@ def main() -> None:
             print(row(f"{held} held out ({report.kind}, {len(train)} rec.)", summary))
             largest = max(delta_ranking(result), key=lambda r: r["mean_abs_rad"])
             print(f"|   largest joint: {largest['joint']} {largest['mean_abs_rad'] * 1e3:.1f} mrad; "
-                  f"undetermined: {', '.join(report.undetermined) or 'none'} |||||||||")  # fmt: skip
+                  f"undetermined: {', '.join(report.undetermined) or 'none'}; {knees_line(summary)} |||||||||")  # fmt: skip
 
     if not args.skip_speed:
         speed(nominal, replayer, work)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
         print(f"json: {args.json}")
+
+
+def knees_line(summary: dict) -> str:
+    """Where the knees rank in mean |0.25·Δa| (the weak_knees attribution check)."""
+    ranking = summary["delta"]["ranking"]
+    cells = [f"{r['joint'].replace('_joint', '')} rank {r['rank']}"
+             + (f" ({r['ratio_to_median']:.1f}× median)" if r["ratio_to_median"] is not None else "")
+             for r in ranking if r["joint"] in ("left_knee_joint", "right_knee_joint")]  # fmt: skip
+    return "knees: " + ", ".join(cells)
 
 
 def speed(nominal: list[MotionRows], replayer: OpenLoopReplayer, work: Path) -> None:

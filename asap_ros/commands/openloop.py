@@ -28,6 +28,9 @@ def add_recording_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decimation", type=int, default=4,
                         help="physics steps per policy step (default %(default)s, ASAP's)")  # fmt: skip
     parser.add_argument("--sim-config", default=None, help="simulator config for the model (default config/sim.yaml)")
+    parser.add_argument("--targets", choices=("trainer", "runtime"), default="trainer",
+                        help="PD targets 0.25·(a + Δa) + default as ASAP's trainer applies them (unclamped), or "
+                             "clipped to the joint limits as the runtime sent them to the robot (default %(default)s)")  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,20 +53,25 @@ def load_for(args: argparse.Namespace):  # noqa: ANN201 - heavy types imported l
     from asap_ros.export.trainer_sim import TrainerSim
 
     recordings = load_recordings(args.recordings, args.episode, args.mocap_topic, args.mocap_filter_ms)
-    replayer = OpenLoopReplayer(TrainerSim(args.physics_hz, args.decimation, args.sim_config),
+    replayer = OpenLoopReplayer(TrainerSim(args.physics_hz, args.decimation, args.sim_config, args.targets),
                                 reset_velocity=args.reset_velocity)  # fmt: skip
     return recordings, replayer
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from asap_ros.core.errors import ConfigError
-    from asap_ros.export.openloop import horizon_steps, load_delta_model, run_openloop, windows_of
+    from asap_ros.export.openloop import horizon_steps, load_delta_model, run_openloop, targets_mismatch, windows_of
     from asap_ros.export.openloop_report import text_report, to_dict, write_json, write_png
     from asap_ros.export.progress import Progress
 
     if args.finetune_semantics and args.delta is None:
         raise ConfigError(None, "--finetune-semantics", "needs a delta model (--delta MODEL)")
     delta = load_delta_model(str(args.delta)) if args.delta is not None else None
+    mismatch = None if delta is None else targets_mismatch(delta, args.targets)
+    if mismatch is not None:
+        print(mismatch, file=sys.stderr)
     recordings, replayer = load_for(args)
     total = sum(len(windows_of(r, args.window, args.stride, args.skip_start)) for r in recordings)
     if total == 0:

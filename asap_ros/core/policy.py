@@ -108,8 +108,7 @@ class PolicyRunner:
         np.add(driven, self._default_driven, out=driven)
         q_target = np.array(hold, dtype=np.float64)
         q_target[self._driven] = driven
-        np.minimum(q_target, self.robot.q_upper, out=q_target)
-        np.maximum(q_target, self.robot.q_lower, out=q_target)
+        self.robot.clip_targets(q_target, out=q_target)
         self._tick += 1
         return PolicyOutput(
             tick=tick,

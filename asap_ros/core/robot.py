@@ -59,6 +59,12 @@ class RobotModel:
     def num_joints(self) -> int:
         return len(self.joint_names)
 
+    def clip_targets(self, q_target: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``q_target`` (..., 29) clipped to the joint position limits, what the runtime sends the motors."""
+        clipped: np.ndarray = np.minimum(q_target, self.q_upper, out=out)
+        np.maximum(clipped, self.q_lower, out=clipped)
+        return clipped
+
     def index(self, joint: str) -> int:
         """Motor index of ``joint``; an unknown name is a :class:`ConfigError`."""
         try:

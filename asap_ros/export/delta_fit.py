@@ -39,7 +39,7 @@ from asap_ros.export.delta_regression import (
 from asap_ros.export.delta_targets import DETERMINED, DeltaTargetFitter, DeltaTargets
 from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.onnx_file import ClampFeature, write_mlp_onnx
-from asap_ros.export.openloop import OpenLoopReplayer, run_openloop
+from asap_ros.export.openloop import TARGETS_METADATA, OpenLoopReplayer, run_openloop
 from asap_ros.export.trainer_sim import ACTION_SCALE, TrainerSim
 from asap_ros.tracking.kinematics import DRIVEN_MOTORS, NUM_DRIVEN
 
@@ -68,6 +68,8 @@ class FitReport:
     ticks: int
     recordings: list[str]
     motions: list[str]
+    targets: str
+    """The simulator's target semantics the Δa were fitted under: ``trainer`` or ``runtime``."""
     held_out_by: str
     """``motion``, ``recording`` or ``nothing``."""
     kind: str
@@ -217,11 +219,12 @@ def fit_delta(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, kind
                           f"too few transitions to fit a delta model (at least {MIN_TICKS})", len(targets))  # fmt: skip
     held_out_by, _ = held_out_groups(targets)
     score = replay_score(recordings, held_out_by, replayer, skip_start_s)
-    model, validation, held_out_by = choose_model(targets, score, kind, clamp_feature(replayer.sim))
+    clamp = None if replayer.sim.clamps_targets else clamp_feature(replayer.sim)  # runtime targets: the sim clips
+    model, validation, held_out_by = choose_model(targets, score, kind, clamp)
     names = [replayer.sim.robot.joint_names[i] for i in DRIVEN_MOTORS]
     report = FitReport(
         ticks=len(targets), recordings=[r.name for r in recordings], motions=sorted({r.motion for r in recordings}),
-        held_out_by=held_out_by, kind=model.kind, setting=model.setting, validation=validation,
+        targets=replayer.sim.target_semantics, held_out_by=held_out_by, kind=model.kind, setting=model.setting, validation=validation,
         conditioning=conditioning(targets, names),
         residual_before_median=float(np.median(targets.residual_before)),
         residual_after_median=float(np.median(targets.residual_after)),
@@ -245,6 +248,7 @@ def write_model(model: FittedModel, report: FitReport, path: str | Path, replaye
         "asap_ros.delta.ticks": str(report.ticks),
         "asap_ros.delta.simulator": replayer.sim.description,
         "asap_ros.delta.reset_velocity": replayer.reset_velocity,
+        TARGETS_METADATA: replayer.sim.target_semantics,
         "asap_ros.delta.validation": json.dumps(report.validation),
     }
     layers = [(w.astype(np.float32), b.astype(np.float32)) for w, b in model.layers]
@@ -252,7 +256,8 @@ def write_model(model: FittedModel, report: FitReport, path: str | Path, replaye
 
 
 def report_text(report: FitReport) -> str:
-    lines = [f"{report.ticks} transitions of {len(report.recordings)} recording(s), motions: {', '.join(report.motions)}",
+    lines = [f"{report.ticks} transitions of {len(report.recordings)} recording(s), motions: {', '.join(report.motions)}; "
+             f"targets: {report.targets}",
              f"one-step residual |r| median: {report.residual_before_median * 1e3:.1f} without Δa, "
              f"{report.residual_after_median * 1e3:.1f} with the fitted targets (rad / m, ×1000)",
              f"held out by {report.held_out_by}; change of the held-out E_mpjpe at 0.5 s with each candidate:"]  # fmt: skip

@@ -13,6 +13,8 @@ A delta model (ONNX ``actor_obs`` 108 -> ``action`` 23) is queried at every poli
 the simulator's observation: ``trainer`` semantics add ``0.25·Δa`` and feed the model the action
 about to be applied (``delta_a_open_loop.py``); ``finetune`` semantics add ``Δa`` unscaled and feed
 it the action applied one step before (``delta_a_closed_loop.py``, what policy fine-tuning sees).
+With the simulator's ``runtime`` targets every target is clipped to the joint limits as the robot's
+was, and the delta's recorded size is what reaches the target (``clip(with) − clip(without)``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from asap_ros.core.errors import ConfigError
 from asap_ros.export.motion_rows import MotionRows
-from asap_ros.export.trainer_sim import ACTION_SCALE, BodyState, TrainerSim
+from asap_ros.export.trainer_sim import ACTION_SCALE, TRAINER_TARGETS, BodyState, TrainerSim
 from asap_ros.export.trainer_velocity import joint_velocity, root_angular_velocity, root_linear_velocity
 from asap_ros.runtime.actor import OnnxModel
 from asap_ros.tracking.kinematics import DRIVEN_MOTORS, KeypointModel
@@ -42,6 +44,8 @@ LAGS = (-1, 0, 1)
 LAG_HORIZON_S = 0.25
 DeltaModel = Callable[[np.ndarray], np.ndarray]
 """A delta model: one float32 observation (108) -> Δa (23): an :class:`OnnxModel`, or a fit in memory."""
+TARGETS_METADATA = "asap_ros.delta.targets"
+"""ONNX metadata key of the target semantics a fitted delta model was fitted under."""
 DELTA_INPUT, DELTA_OUTPUT = ("actor_obs", 108), ("action", 23)
 """ASAP's exported delta model (``eval_agent.py``, ``export_policy_as_onnx``)."""
 
@@ -49,6 +53,15 @@ DELTA_INPUT, DELTA_OUTPUT = ("actor_obs", 108), ("action", 23)
 def load_delta_model(path: str) -> OnnxModel:
     """A delta-action model checked to map ``actor_obs`` [1, 108] to ``action`` [1, 23] (errors name the file)."""
     return OnnxModel(path, *DELTA_INPUT, *DELTA_OUTPUT, source=path, key="delta model")
+
+
+def targets_mismatch(model: OnnxModel, targets: str) -> str | None:
+    """A warning when ``model`` (its ``asap_ros.delta.targets`` metadata) was fitted under other target semantics."""
+    fitted = model.session.get_modelmeta().custom_metadata_map.get(TARGETS_METADATA)
+    if fitted is None or fitted == targets:
+        return None
+    return (f"WARNING: {model.path} was fitted with --targets {fitted} and is replayed with --targets {targets}: "
+            "its Δa describes another simulator (with or without the joint-limit clamp)")
 
 
 def horizon_steps(horizon_s: float, dt: float) -> int:
@@ -64,7 +77,8 @@ class Trajectory:
     root_quat_wxyz: np.ndarray
     dof: np.ndarray
     applied_delta: np.ndarray
-    """(n, 23) the target offset the delta added, rad (``0.25·Δa``, or ``Δa`` unscaled); zeros without."""
+    """(n, 23) the target offset the delta added, rad (``0.25·Δa``, or ``Δa`` unscaled; with runtime targets
+    the change of the clipped target); zeros without."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,8 @@ class OpenLoopResult:
     simulator: str = ""
     reset_velocity: str = RECORDED
     delta_model: str | None = None
+    targets: str = TRAINER_TARGETS
+    """The simulator's target semantics: ``trainer`` (unclamped) or ``runtime`` (joint-limit clipped)."""
     window_s: float = 1.0
     stride_s: float = 1.0
     skip_start_s: float = 0.0
@@ -187,7 +203,10 @@ class OpenLoopReplayer:
                 previous = delta(sim.delta_observation(previous, seen))
                 offset = previous
                 applied[k] = scale * previous
-            sim.step(sim.targets(action, offset, scale))
+            ctrl = sim.targets(action, offset, scale)
+            if delta is not None and sim.clamps_targets:  # what of the delta survives the joint-limit clip
+                applied[k] = (ctrl - sim.targets(action, zero, scale))[DRIVEN_MOTORS]
+            sim.step(ctrl)
             root_pos[k + 1], root_quat[k + 1], dof[k + 1] = sim.pose()
         return Trajectory(root_pos, root_quat, dof, applied)
 
@@ -243,7 +262,7 @@ def run_openloop(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, w
     sim = replayer.sim
     result = OpenLoopResult(joint_names=tuple(sim.robot.joint_names[i] for i in DRIVEN_MOTORS),
                             simulator=sim.description, reset_velocity=replayer.reset_velocity,
-                            delta_model=delta_path, window_s=window_s, stride_s=stride_s,
+                            delta_model=delta_path, targets=sim.target_semantics, window_s=window_s, stride_s=stride_s,
                             skip_start_s=skip_start_s)  # fmt: skip
     for rows in recordings:
         replayer.check_rate(rows)

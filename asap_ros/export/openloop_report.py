@@ -10,6 +10,7 @@ import numpy as np
 
 from asap_ros.export.intervals import mean_interval, relative_change
 from asap_ros.export.openloop import FINETUNE, HORIZONS_S, LAG_HORIZON_S, LAGS, METRICS, WITH, WITHOUT, OpenLoopResult
+from asap_ros.export.trainer_sim import RUNTIME_TARGETS, TRAINER_TARGETS
 
 SCHEMA = "asap_ros.openloop/1"
 LAG_MARGIN = 0.10
@@ -17,6 +18,8 @@ LAG_MARGIN = 0.10
 METRIC_LABELS = {"g_mpjpe_mm": "E_g-mpjpe mm", "mpjpe_mm": "E_mpjpe mm", "vel_mm_per_frame": "E_vel mm/frame",
                  "acc_mm_per_frame2": "E_acc mm/frame²"}  # fmt: skip
 MRAD = 1000.0
+TARGETS_MEANING = {TRAINER_TARGETS: "ASAP's trainer, no joint-limit clamp",
+                   RUNTIME_TARGETS: "clipped to the joint limits as the runtime sent them"}  # fmt: skip
 MIN_MEDIAN_RAD = 1e-6
 """Below this the median joint's |0.25·Δa| is zero (a model that leaves most joints alone): no ratio."""
 
@@ -101,6 +104,7 @@ def to_dict(result: OpenLoopResult) -> dict:
         "schema": SCHEMA,
         "simulator": result.simulator,
         "reset_velocity": result.reset_velocity,
+        "targets": result.targets,
         "window_s": result.window_s,
         "stride_s": result.stride_s,
         "skip_start_s": result.skip_start_s,
@@ -141,7 +145,8 @@ def text_report(summary: dict, top: int = 5) -> str:
     titles = {WITHOUT: "without Δa", WITH: "with Δa", FINETUNE: "Δa as fine-tuning adds it"}
     motions = ", ".join(f"{m} {n}" for m, n in summary["motions"].items())
     lines = [f"{summary['windows']} windows of {summary['window_s']:g} s every {summary['stride_s']:g} s ({motions}); "
-             f"reset velocity: {summary['reset_velocity']}", f"simulator: {summary['simulator']}", ""]  # fmt: skip
+             f"reset velocity: {summary['reset_velocity']}; targets: {summary['targets']} ({TARGETS_MEANING[summary['targets']]})",
+             f"simulator: {summary['simulator']}", ""]  # fmt: skip
     header = "| horizon | metric | " + " | ".join(titles[c] + " (95% CI)" for c in present)
     header += "".join(f" | change {titles[c]}" for c in present[1:]) + " |"
     lines += [header, "|" + "---|" * (2 + len(present) + len(present) - 1)]
@@ -155,7 +160,8 @@ def text_report(summary: dict, top: int = 5) -> str:
     lines += [f"  {j:<28} " + " / ".join(f"{joint[c][j] * MRAD:7.1f}" for c in present) for j in worst]
     delta = summary["delta"]
     if delta is not None:
-        lines += ["", "mean |0.25·Δa| per joint (mrad), largest first:"]
+        size = "mean |0.25·Δa|" if summary["targets"] == TRAINER_TARGETS else "mean |change of the clipped target by Δa|"
+        lines += ["", f"{size} per joint (mrad), largest first:"]
         lines += [f"  {r['rank']:>2} {r['joint']:<28} {r['mean_abs_rad'] * MRAD:7.2f}  " + (
                   f"{r['ratio_to_median']:5.1f}× median" if r["ratio_to_median"] is not None else "(median joint: 0)")
                   for r in delta["ranking"][:top]]  # fmt: skip
@@ -167,7 +173,8 @@ def text_report(summary: dict, top: int = 5) -> str:
               f"  {scan['note']}"]  # fmt: skip
     clamped = summary["clamped"]
     if clamped is not None:
-        lines.append(f"targets 0.25·a + default outside the joint limits (the robot clamped them, the trainer does not): "
+        who = "the trainer does not" if summary["targets"] == TRAINER_TARGETS else "so did this replay"
+        lines.append(f"targets 0.25·a + default outside the joint limits (the robot clamped them, {who}): "
                      f"{clamped['clamped_rows']} of {clamped['rows']} rows ({clamped['share']:.0%})")  # fmt: skip
         for name, share in sorted(clamped["per_joint"].items(), key=lambda item: -item[1])[:top]:
             lines.append(f"  {name:<28} {share:.0%} of rows")

@@ -3,7 +3,9 @@
 - Physics at 200 Hz, one policy step every 4 physics steps (``isaacgym.yaml``: fps 200,
   control_decimation 4); the MJCF of ``config/sim.yaml``, the ``nominal`` profile, no band.
 - Every physics step the torque is ``kp·(0.25·Δa + 0.25·a + default − q) − kd·dq``, clipped to
-  the effort limits (``_compute_torques``: no joint-limit clamp of the target). Here MuJoCo's
+  the effort limits (``_compute_torques``: no joint-limit clamp of the target). With ``targets``
+  ``runtime`` the target is first clipped to the joint limits as the runtime clips what it sends
+  (:meth:`asap_ros.core.robot.RobotModel.clip_targets`): what the robot was commanded. Here MuJoCo's
   actuators compute it (gain kp on the target, bias ``−kp·q − kd·dq``, force range = effort
   limit): with the Euler integrator that is the same explicit PD, and ``mujoco.rollout`` can
   step many copies at once. Gains and default pose: ``config/g1_29dof.yaml`` (ASAP's); the six
@@ -43,6 +45,9 @@ FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
 GRAVITY_DIRECTION = np.array([0.0, 0.0, -1.0])
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 _SCALES = {term.name: term.scale for term in DELTA_INPUT_TERMS}
+TRAINER_TARGETS, RUNTIME_TARGETS = "trainer", "runtime"
+TARGET_SEMANTICS = (TRAINER_TARGETS, RUNTIME_TARGETS)
+"""``trainer``: ASAP's unclamped PD target; ``runtime``: clipped to the joint limits like the deploy's."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +65,14 @@ class BodyState:
 class TrainerSim:
     """One MuJoCo G1 stepped the trainer's way; joint arrays in G1 motor order unless named ``driven``."""
 
-    def __init__(self, physics_hz: float = PHYSICS_HZ, decimation: int = DECIMATION, sim_config: str | None = None):
+    def __init__(self, physics_hz: float = PHYSICS_HZ, decimation: int = DECIMATION, sim_config: str | None = None,
+                 targets: str = TRAINER_TARGETS):  # fmt: skip
         if not physics_hz > 0 or decimation < 1:
             raise ConfigError(None, "--physics-hz/--decimation", "must be positive", (physics_hz, decimation))
+        if targets not in TARGET_SEMANTICS:
+            raise ConfigError(None, "--targets", f"must be one of {', '.join(TARGET_SEMANTICS)}", targets)
+        self.target_semantics = targets
+        """``trainer`` (no joint-limit clamp, ASAP's) or ``runtime`` (clipped as the deploy does)."""
         config = load_sim_config(sim_config)
         robot_file = config.robot if "/" in config.robot else config_file(config.robot)
         self.robot = load_robot_model(robot_file)
@@ -95,7 +105,9 @@ class TrainerSim:
         self._qpos_offset = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_TIME)
         self._force6 = np.zeros(6)
         self.description = (f"{config.model}, {self.physics_hz:g} Hz physics, policy every {self.decimation} steps, "
-                            "nominal profile, PD kp·(0.25·(a + Δa) + default − q) − kd·dq clipped to the effort limits")  # fmt: skip
+                            "nominal profile, PD kp·(target − q) − kd·dq clipped to the effort limits, target "
+                            + ("0.25·(a + Δa) + default (trainer: unclamped)" if targets == TRAINER_TARGETS else
+                               "clip(0.25·(a + Δa) + default, joint limits) (runtime)"))  # fmt: skip
 
     def _make_pd_actuators(self) -> None:
         """Turn the MJCF's torque motors into the PD law on a position target (ctrl)."""
@@ -125,12 +137,20 @@ class TrainerSim:
 
     # --- targets and stepping -----------------------------------------------------------------
     def targets(self, action: np.ndarray, delta: np.ndarray, delta_scale: float = ACTION_SCALE) -> np.ndarray:
-        """(..., 29) PD targets: driven joints ``delta_scale·Δa + 0.25·a + default`` (unclamped), wrists 0."""
+        """(..., 29) PD targets: driven joints ``delta_scale·Δa + 0.25·a + default``, wrists 0; with ``runtime``
+        targets clipped to the joint limits by the runtime's own clip."""
         action = np.asarray(action, dtype=np.float64)
         ctrl = np.broadcast_to(self.default_q, action.shape[:-1] + (len(self.default_q),)).copy()
         ctrl[..., DRIVEN_MOTORS] = delta_scale * np.asarray(delta, dtype=np.float64) + ACTION_SCALE * action
         ctrl[..., DRIVEN_MOTORS] += self.driven_default
+        if self.target_semantics == RUNTIME_TARGETS:
+            self.robot.clip_targets(ctrl, out=ctrl)
         return ctrl
+
+    @property
+    def clamps_targets(self) -> bool:
+        """The PD targets are clipped to the joint limits (``runtime`` semantics)."""
+        return self.target_semantics == RUNTIME_TARGETS
 
     def reset(self, state: BodyState) -> None:
         """Put the body in ``state`` (angular velocity rotated into the free joint's body frame)."""

@@ -11,6 +11,11 @@ the nominal trainer simulator applies ``kp·(0.25·Δa + 0.25·a + default − q
 ``_get_perfect_delta_a`` (``delta_a_open_loop.py``, 0.65 × kp) is its first term, and a torque scale
 also weakens the damping, hence the second. Inputs: ``actions_open_loop`` (a), ``dof_pos``
 (q − default), ``dof_vel`` (× 0.05) of the 108.
+
+For a simulator that clips its targets as the runtime does (``--targets runtime``) a joint at full
+torque needs no Δa at all (the simulator clamps and clips its effort as the robot does): the
+``runtime`` oracle is 0 there; weakened joints keep the whole formula (their target lies strictly
+inside the limits, so the simulator's clip leaves it alone).
 """
 
 from __future__ import annotations
@@ -45,8 +50,9 @@ def linear_layers(robot: RobotModel, torque_scale: float | np.ndarray) -> list[t
     return [(weight, np.zeros(NUM_DRIVEN))]
 
 
-def exact_model_bytes(robot: RobotModel, torque_scale: float | np.ndarray) -> bytes:
-    """The exact delta with the runtime's joint-limit clamp and the motors' effort clip (see the module doc)."""
+def exact_model_bytes(robot: RobotModel, torque_scale: float | np.ndarray, runtime: bool = False) -> bytes:
+    """The exact delta with the runtime's joint-limit clamp and the motors' effort clip (see the module doc;
+    ``runtime``: 0 on the joints at full torque, for a simulator that clips its targets)."""
     driven = DRIVEN_MOTORS
     kp, kd, default = robot.kp[driven], robot.kd[driven], robot.default_q[driven]
     effort = robot.tau_limit[driven]
@@ -72,10 +78,14 @@ def exact_model_bytes(robot: RobotModel, torque_scale: float | np.ndarray) -> by
         Node("Max", ("tau_below", "tau_low"), "tau_clipped"),
         Node("Gemm", ("tau_clipped", "tau_w", "zero"), "from_tau"),
         Node("Gemm", (INPUT, "rest_w", "zero"), "rest"),
-        Node("Add", ("from_tau", "rest"), OUTPUT),
+        Node("Add", ("from_tau", "rest"), "exact" if runtime else OUTPUT),
     ]
+    if runtime:  # only the weakened joints
+        init["weak_w"] = np.diag((_driven_scale(torque_scale) != 1.0).astype(np.float64))
+        nodes.append(Node("Gemm", ("exact", "weak_w", "zero"), OUTPUT))
+    kind = "oracle: torque scale and effort clip (runtime targets)" if runtime else "oracle: torque scale, clamp and effort clip"
     return model_bytes(nodes, {k: np.asarray(v, dtype=f32) for k, v in init.items()}, DELTA_INPUT_DIM, NUM_DRIVEN,
-                       metadata={"asap_ros.delta.kind": "oracle: torque scale, clamp and effort clip"})  # fmt: skip
+                       metadata={"asap_ros.delta.kind": kind})  # fmt: skip
 
 
 def _driven_scale(torque_scale: float | np.ndarray) -> np.ndarray:
@@ -85,11 +95,12 @@ def _driven_scale(torque_scale: float | np.ndarray) -> np.ndarray:
 
 
 def write_oracle_delta(path: str | Path, robot: RobotModel, torque_scale: float | np.ndarray,
-                       exact: bool = True) -> Path:  # fmt: skip
+                       exact: bool = True, runtime: bool = False) -> Path:  # fmt: skip
     """The oracle delta model for a robot at ``torque_scale`` × torque on every joint (``exact``: with the
     runtime's joint-limit clamp and the effort clip; else ASAP's linear perfect delta with the damping
-    term). ``torque_scale``: one factor, or a profile's (29,) ``torque_scale``."""
+    term). ``torque_scale``: one factor, or a profile's (29,) ``torque_scale``; ``runtime``: the exact delta
+    for a simulator that clips its targets (no Δa on the joints at full torque)."""
     if exact:
-        return write_onnx(path, exact_model_bytes(robot, torque_scale))
+        return write_onnx(path, exact_model_bytes(robot, torque_scale, runtime))
     layers = [(w.astype(np.float32), b.astype(np.float32)) for w, b in linear_layers(robot, torque_scale)]
     return write_mlp_onnx(path, layers, {"asap_ros.delta.kind": "oracle: torque scale, linear"})

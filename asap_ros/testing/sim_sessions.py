@@ -16,8 +16,6 @@ from pathlib import Path
 from asap_ros.core.errors import AsapError
 
 RUN_TIMEOUT_S = 300.0
-RT_PRIORITY = 50
-"""SCHED_FIFO priority for the run (falls back to normal scheduling where not permitted)."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +47,7 @@ def _run(work: Path, profile: str, policy: str | None, stand_up_s: float,
     out, bags = work / "run", work / "bags"
     if not (out / "summary.json").is_file():
         command = [sys.executable, "-m", "asap_ros.cli", "sim", "--profile", profile, "--out", str(out),
-                   "--record", str(bags), "--stand-up-s", str(stand_up_s),
-                   "--rt-priority", str(RT_PRIORITY)]  # fmt: skip
+                   "--record", str(bags), "--stand-up-s", str(stand_up_s)]  # fmt: skip
         if policy is not None:
             command += ["--policy", policy]
         if controller_config is not None:

@@ -17,12 +17,16 @@ from asap_ros.tracking.kinematics import NUM_DRIVEN
 
 AMPLITUDE = 0.8
 """Raw action amplitude (0.2 rad of target about the default pose): every target stays inside the
-joint limits (the ankle rolls', ±0.26 rad, are the narrowest), so no clamp is involved."""
+joint limits (the ankle rolls', ±0.26 rad, are the narrowest), so no clamp is involved unless
+``action_offset`` pushes a joint's actions past a limit (as ASAP's actors do the ankle rolls); a
+simulator with ``runtime`` targets then clips them, like the robot."""
 
 
 def simulated_rows(torque_scale: np.ndarray | float = 1.0, steps: int = 120, seed: int = 0,
-                   motion: str = "simulated", sim: TrainerSim | None = None) -> MotionRows:  # fmt: skip
-    """``steps`` rows of a robot at ``torque_scale`` (one factor, or 29 in motor order)."""
+                   motion: str = "simulated", sim: TrainerSim | None = None,
+                   action_offset: np.ndarray | float = 0.0) -> MotionRows:  # fmt: skip
+    """``steps`` rows of a robot at ``torque_scale`` (one factor, or 29 in motor order), raw actions
+    offset by ``action_offset`` (23, or one value)."""
     sim = sim or TrainerSim()
     model = sim.model
     saved = model.actuator_gainprm.copy(), model.actuator_biasprm.copy(), model.actuator_forcerange.copy()
@@ -34,7 +38,8 @@ def simulated_rows(torque_scale: np.ndarray | float = 1.0, steps: int = 120, see
         rng = np.random.default_rng(seed)
         frequency, phase = rng.uniform(0.5, 1.5, NUM_DRIVEN), rng.uniform(0, 2 * np.pi, NUM_DRIVEN)
         times = (np.arange(steps + 1)) * sim.policy_dt
-        actions = (AMPLITUDE * np.sin(2 * np.pi * frequency * times[:, None] + phase)).astype(np.float32)
+        actions = AMPLITUDE * np.sin(2 * np.pi * frequency * times[:, None] + phase) + action_offset
+        actions = actions.astype(np.float32)
         sim.reset(sim.start_state)
         pos, quat, dof = np.empty((steps, 3)), np.empty((steps, 4)), np.empty((steps, NUM_DRIVEN))
         lin, ang, dof_vel = np.empty((steps, 3)), np.empty((steps, 3)), np.empty((steps, NUM_DRIVEN))
