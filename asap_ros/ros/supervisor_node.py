@@ -153,12 +153,15 @@ class SupervisorNode:
         # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per LowState;
         # other participants only: this process's own damping stream and grants are not the deploy's
         self._lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)
+        # started once assigned: their handlers look the writer's participant up on the reader itself
         self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._guarded("rt/lowcmd", self._on_lowcmd),
-                                        ignore_local=True, realtime_priority=priority)
+                                        ignore_local=True, realtime_priority=priority, start=False)
         self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._guarded("beats", self._on_beat), qos=BEAT_QOS,
-                                      realtime_priority=priority)
+                                      realtime_priority=priority, start=False)
         self._grant_reader = RawReader(GRANT_TOPIC, SupervisorGrant_, self._guarded("grants", self._on_grant),
-                                       qos=GRANT_QOS, ignore_local=True, realtime_priority=priority)
+                                       qos=GRANT_QOS, ignore_local=True, realtime_priority=priority, start=False)
+        for reader in (self._lowcmd_reader, self._beat_reader, self._grant_reader):
+            reader.start()
 
     # --- last resort ---------------------------------------------------------------------
     def _guarded(self, what: str, body: Callable[..., None]) -> Callable[..., None]:

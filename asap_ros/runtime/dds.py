@@ -165,11 +165,12 @@ class RawReader:
 
     def __init__(
         self, topic: str, idl_type: type, handler: PayloadHandler, depth: int = 64, ignore_local: bool = False,
-        qos: Qos | None = None, realtime_priority: int = 0,
+        qos: Qos | None = None, realtime_priority: int = 0, start: bool = True,
     ) -> None:
         """``qos`` is added to keep-last ``depth`` (and ignore-local), its policies winning;
         ``realtime_priority`` > 0 runs the handler thread under SCHED_FIFO (``scheduling_note``
-        says why not, when refused)."""
+        says why not, when refused); ``start`` False: the handler runs only after :meth:`start`
+        (for a handler that needs the reader itself, e.g. :meth:`participant_of`)."""
         dp = participant()
         policies = Qos(Policy.History.KeepLast(depth), *([Policy.IgnoreLocal.Participant] if ignore_local else []))
         self._handler = handler
@@ -187,8 +188,13 @@ class RawReader:
         self._priority = realtime_priority
         self.scheduling_note: str | None = None
         self._thread = threading.Thread(target=self._run, name=f"dds {topic}", daemon=True)
-        self._thread.start()
         _open_readers.add(self)
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start handing samples to the handler (samples that came before wait in the history)."""
+        self._thread.start()
 
     def _run(self) -> None:
         self.scheduling_note = run_realtime(self._priority)
@@ -233,6 +239,9 @@ class RawReader:
         self._closing.set(True)
         if threading.current_thread() is self._thread:
             self._closed_by_handler = True  # the thread deletes them on its way out
+            return
+        if self._thread.ident is None:  # never started
+            self._delete()
             return
         self._thread.join(CLOSE_WAIT_S)
         if not self._thread.is_alive():
