@@ -44,9 +44,10 @@ ends a node whose shutdown hangs, as ``ros2 launch`` escalates)."""
 
 
 class NodeBehaviour:
-    """What a node class gives :func:`run_node`; built as ``NodeClass(rclpy_node, params)``, which
-    declares nothing more and starts no thread. Defaults: nothing to start, never ends by itself,
-    exit 0."""
+    """What a node class gives :func:`run_node`, which builds it as ``NodeClass(rclpy_node, params)``
+    (publishers, services, DDS set-up; every check that can refuse the start) and then calls
+    :meth:`start` for the work itself (threads, loops, files). Defaults: nothing to start, never
+    ends by itself, exit 0."""
 
     def start(self) -> None:
         """Begin the node's work (threads, DDS, files); an ``AsapError`` here refuses the start too."""
