@@ -2,9 +2,10 @@
 and the check every value goes through (:func:`check_value`, built on the config readers of
 :mod:`asap_ros.config.reader`, so a node parameter and a config-file key are validated alike).
 
-Each node lists its parameters as :class:`ParamSpec`. Defaults come from the node's file in
-``config/`` (ROS ``--params-file`` layout: ``node_name: {ros__parameters: {...}}``), so the
-same file serves ``ros2 launch`` and the node's own defaults. Every value, whether from the
+Each of the four nodes is a :class:`NodeSchema` here (:data:`DEPLOY`, :data:`SUPERVISOR`,
+:data:`RECORDER`, :data:`MOCAP`): its name, its parameters as :class:`ParamSpec` and its
+defaults file in ``config/`` (ROS ``--params-file`` layout: ``node_name: {ros__parameters:
+{...}}``), so the same file serves ``ros2 launch`` and the node's own defaults. Every value, whether from the
 file, a ``-p`` override or a runtime ``set_parameters`` call, goes through
 :func:`check_value`: a wrong type or an out-of-range value is refused with a message naming
 the parameter, the problem and the value. At start-up that refusal stops the node; at run
@@ -19,8 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from asap_ros.config.controller import SAFETY_BOUNDS, STAND_UP_DURATION_S
+from asap_ros.config.paths import config_file
 from asap_ros.config.reader import load_yaml, number_problem, range_text
 from asap_ros.core.errors import ConfigError
+
+__all__ = [
+    "DEPLOY", "DEPLOY_PARAMS", "KINDS", "MOCAP", "MOCAP_MODES", "MOCAP_PARAMS", "NETWORK_PARAMS", "NODES",
+    "RECORDER", "RECORDER_COMPRESSIONS", "RECORDER_MAX_FLUSH_PERIOD_S", "RECORDER_PARAMS", "SUPERVISOR",
+    "SUPERVISOR_PARAMS", "NodeSchema", "ParamSpec", "check_value", "help_requested", "load_defaults",
+]
 
 KINDS = ("bool", "int", "float", "str", "str_list")
 
@@ -41,9 +49,13 @@ class ParamSpec:
     """Strings: the empty string is allowed (it means "use the package default")."""
     zero_keeps: bool = False
     """Numbers: 0 is allowed outside the range and means "keep the value of the config file"."""
+    choices: tuple[str, ...] = ()
+    """Strings: the only values allowed (none: any)."""
 
     def constraint_text(self) -> str:
-        """The allowed range as text, e.g. ``10 <= value <= 1000``."""
+        """The allowed values as text, e.g. ``10 <= value <= 1000`` or ``one of vicon, topic``."""
+        if self.choices:
+            return f"one of {', '.join(self.choices)}"
         text = range_text(self.low, self.high)
         return f"0 (keep the config file's value) or {text}" if self.zero_keeps and text else text
 
@@ -94,6 +106,83 @@ SUPERVISOR_PARAMS: tuple[ParamSpec, ...] = (
 )
 """Parameters of ``asap_supervisor``."""
 
+RECORDER_COMPRESSIONS = ("zstd", "lz4", "none")
+"""MCAP chunk compressions (:data:`asap_ros.recording.bag_writer.COMPRESSIONS` maps each to mcap's)."""
+RECORDER_MAX_FLUSH_PERIOD_S = 1.0
+"""A ``kill -9`` of the recorder loses at most one flush period of data."""
+
+RECORDER_PARAMS: tuple[ParamSpec, ...] = (
+    *NETWORK_PARAMS,
+    ParamSpec("output_dir", "str", "directory the session bags are created in ('~' expanded)"),
+    ParamSpec("bag_name", "str", "bag directory name ('' = session_<YYYYmmdd_HHMMSS>)", empty_ok=True),
+    ParamSpec("compression", "str", "MCAP chunk compression", choices=RECORDER_COMPRESSIONS),
+    ParamSpec("flush_period_s", "float", "close the chunk and flush the file this often",
+              low=0.05, high=RECORDER_MAX_FLUSH_PERIOD_S),
+    ParamSpec("fsync", "bool", "fsync at every flush (survives power loss, not only a killed recorder)"),
+    ParamSpec("split_max_mb", "float", "start the next file of the bag beyond this size (0 = never)", low=0.0),
+    ParamSpec("split_max_duration_s", "float", "start the next file after this long (0 = never)", low=0.0),
+    ParamSpec("min_free_mb", "float", "stop recording (fault on diagnostics) below this free space", low=0.0),
+    ParamSpec("receive_buffer_mb", "float", "DDS socket receive buffer asked of the OS: rides out recorder stalls",
+              low=0.1, high=1024.0),
+    ParamSpec("mocap_pose_topic", "str", "geometry_msgs/PoseStamped from motion capture ('' = not recorded)",
+              empty_ok=True),
+    ParamSpec("mocap_odometry_topic", "str", "nav_msgs/Odometry from motion capture ('' = not recorded)",
+              empty_ok=True),
+    ParamSpec("diagnostics_topic", "str", "diagnostics: recorded, and where the recorder reports its status"),
+    ParamSpec("operator_topic", "str", "std_msgs/String: the deploy node's operator requests ('' = not recorded)",
+              empty_ok=True),
+    ParamSpec("status_rate_hz", "float", "rate of the recorder's own diagnostics status", low=0.1, high=10.0),
+    ParamSpec("policies", "str_list", "policy spec files described in the session (relative: package policies/)"),
+    ParamSpec("assets_dir", "str", "ASAP asset root ('' = ASAP_ASSETS / default search)", empty_ok=True),
+    ParamSpec("operator_notes", "str", "free text stored with the session", empty_ok=True),
+)
+"""Parameters of ``asap_recorder``."""
+
+MOCAP_MODES = ("vicon", "topic")
+"""``vicon``: client of the Vicon DataStream SDK; ``topic``: relay PoseStamped from ``mocap/input``."""
+
+MOCAP_PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("mode", "str", "vicon: Vicon DataStream SDK client; topic: relay PoseStamped from mocap/input",
+              choices=MOCAP_MODES),
+    ParamSpec("host", "str", "Vicon DataStream server host[:port] (vicon mode)"),
+    ParamSpec("subject", "str", "Vicon subject tracking the robot (vicon mode)"),
+    ParamSpec("segment", "str", "segment of the subject ('' = the subject's name)", empty_ok=True),
+    ParamSpec("rate", "float", "expected mocap frame rate, Hz", low=1.0, high=2000.0),
+    ParamSpec("frame_id", "str", "frame of the published poses (vicon mode; topic mode keeps the input's)"),
+    ParamSpec("child_frame_id", "str", "body frame of the odometry twist"),
+    ParamSpec("velocity_filter_alpha", "float", "EMA weight of the newest finite difference", low=0.01, high=1.0),
+    ParamSpec("max_gap_periods", "float", "topic mode: longer intervals (in frame periods) are gaps",
+              low=1.01, high=100.0),
+    ParamSpec("diagnostics_rate_hz", "float", "diagnostics publish rate", low=0.1, high=50.0),
+)
+"""Parameters of ``asap_mocap``."""
+
+
+@dataclass(frozen=True)
+class NodeSchema:
+    """One node: its name, its parameters and the package file with their defaults."""
+
+    name: str
+    params: tuple[ParamSpec, ...]
+    defaults_file: str
+    """File name in the package's ``config/`` (or an absolute path); ROS params-file layout, section ``name``."""
+
+    def defaults_path(self) -> Path:
+        """The package's defaults file of this node."""
+        return config_file(self.defaults_file)
+
+    def defaults(self, path: str | Path | None = None) -> dict[str, Any]:
+        """The validated defaults from ``path`` (default: :meth:`defaults_path`)."""
+        return load_defaults(path or self.defaults_path(), self.name, self.params)
+
+
+DEPLOY = NodeSchema("asap_deploy", DEPLOY_PARAMS, "deploy.yaml")
+SUPERVISOR = NodeSchema("asap_supervisor", SUPERVISOR_PARAMS, "supervisor.yaml")
+RECORDER = NodeSchema("asap_recorder", RECORDER_PARAMS, "recorder.yaml")
+MOCAP = NodeSchema("asap_mocap", MOCAP_PARAMS, "mocap.yaml")
+NODES: dict[str, NodeSchema] = {schema.name: schema for schema in (DEPLOY, SUPERVISOR, RECORDER, MOCAP)}
+"""The four nodes by name (their console scripts have the same names)."""
+
 
 def check_value(spec: ParamSpec, value: Any, source: str) -> Any:
     """``value`` converted to the spec's type (an int is accepted for a float), or ConfigError."""
@@ -116,6 +205,8 @@ def check_value(spec: ParamSpec, value: Any, source: str) -> Any:
     if spec.kind == "str":
         if not isinstance(value, str) or (not value and not spec.empty_ok):
             raise refuse("must be a non-empty string")
+        if spec.choices and value not in spec.choices:
+            raise refuse(f"must be {spec.constraint_text()}")
         return value
     if spec.kind == "str_list":
         if isinstance(value, str) or not isinstance(value, Sequence) or not value:

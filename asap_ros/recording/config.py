@@ -7,37 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asap_ros.config.node_params import NETWORK_PARAMS, ParamSpec, load_defaults
-from asap_ros.config.paths import config_file
-from asap_ros.core.errors import ConfigError
-from asap_ros.recording.bag_writer import COMPRESSIONS, SplitPolicy
+from asap_ros.config.node_params import RECORDER, RECORDER_PARAMS
+from asap_ros.recording.bag_writer import SplitPolicy
 
-NODE_NAME = "asap_recorder"
-MAX_FLUSH_PERIOD_S = 1.0
-"""A ``kill -9`` loses at most one flush period of data."""
+__all__ = ["NODE_NAME", "RECORDER_PARAMS", "RecorderConfig", "load_recorder_config", "recorder_config"]
 
-RECORDER_PARAMS: tuple[ParamSpec, ...] = (
-    *NETWORK_PARAMS,
-    ParamSpec("output_dir", "str", "directory the session bags are created in ('~' expanded)"),
-    ParamSpec("bag_name", "str", "bag directory name ('' = session_<YYYYmmdd_HHMMSS>)", empty_ok=True),
-    ParamSpec("compression", "str", f"MCAP chunk compression: {', '.join(COMPRESSIONS)}"),
-    ParamSpec("flush_period_s", "float", "close the chunk and flush the file this often", low=0.05, high=MAX_FLUSH_PERIOD_S),
-    ParamSpec("fsync", "bool", "fsync at every flush (survives power loss, not only a killed recorder)"),
-    ParamSpec("split_max_mb", "float", "start the next file of the bag beyond this size (0 = never)", low=0.0),
-    ParamSpec("split_max_duration_s", "float", "start the next file after this long (0 = never)", low=0.0),
-    ParamSpec("min_free_mb", "float", "stop recording (fault on diagnostics) below this free space", low=0.0),
-    ParamSpec("receive_buffer_mb", "float", "DDS socket receive buffer asked of the OS: rides out recorder stalls",
-              low=0.1, high=1024.0),
-    ParamSpec("mocap_pose_topic", "str", "geometry_msgs/PoseStamped from motion capture ('' = not recorded)", empty_ok=True),
-    ParamSpec("mocap_odometry_topic", "str", "nav_msgs/Odometry from motion capture ('' = not recorded)", empty_ok=True),
-    ParamSpec("diagnostics_topic", "str", "diagnostics: recorded, and where the recorder reports its status"),
-    ParamSpec("operator_topic", "str", "std_msgs/String: the deploy node's operator requests ('' = not recorded)",
-              empty_ok=True),
-    ParamSpec("status_rate_hz", "float", "rate of the recorder's own diagnostics status", low=0.1, high=10.0),
-    ParamSpec("policies", "str_list", "policy spec files described in the session (relative: package policies/)"),
-    ParamSpec("assets_dir", "str", "ASAP asset root ('' = ASAP_ASSETS / default search)", empty_ok=True),
-    ParamSpec("operator_notes", "str", "free text stored with the session", empty_ok=True),
-)
+NODE_NAME = RECORDER.name
 
 
 @dataclass(frozen=True)
@@ -62,12 +37,9 @@ class RecorderConfig:
     operator_notes: str = ""
 
 
-def recorder_config(values: Mapping[str, Any], source: str) -> RecorderConfig:
-    """A :class:`RecorderConfig` from validated parameter values (``source`` names them in errors)."""
-    if values["compression"] not in COMPRESSIONS:
-        raise ConfigError(source, "compression", f"must be one of {', '.join(COMPRESSIONS)}", values["compression"])
-    if not values["diagnostics_topic"]:
-        raise ConfigError(source, "diagnostics_topic", "must name a topic", values["diagnostics_topic"])
+def recorder_config(values: Mapping[str, Any]) -> RecorderConfig:
+    """A :class:`RecorderConfig` from parameter values validated against
+    :data:`~asap_ros.config.node_params.RECORDER_PARAMS`."""
     return RecorderConfig(
         output_dir=Path(values["output_dir"]).expanduser(),
         bag_name=values["bag_name"],
@@ -96,5 +68,4 @@ def recorder_config(values: Mapping[str, Any], source: str) -> RecorderConfig:
 
 def load_recorder_config(path: str | Path | None = None) -> RecorderConfig:
     """Settings from a params file (default: the package's ``config/recorder.yaml``)."""
-    path = Path(path) if path is not None else config_file("recorder.yaml")
-    return recorder_config(load_defaults(path, NODE_NAME, RECORDER_PARAMS), str(path))
+    return recorder_config(RECORDER.defaults(path))

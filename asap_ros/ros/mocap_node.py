@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,38 +28,16 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
-from rclpy.node import Node
 
-from asap_ros.config.node_params import ParamSpec, load_defaults
-from asap_ros.config.paths import config_file
-from asap_ros.core.errors import AsapError, ConfigError
+from asap_ros.config.node_params import MOCAP, MOCAP_PARAMS
 from asap_ros.core.quaternion import xyzw_to_wxyz
 from asap_ros.mocap.velocity import VelocityEstimator
 from asap_ros.mocap.vicon import ViconSource
-from asap_ros.ros.parameters import NodeParams
+from asap_ros.ros.node_main import EXIT_FAILED, EXIT_OK, NodeBehaviour, run_node
 
-NODE_NAME = "asap_mocap"
-MODES = ("vicon", "topic")
+__all__ = ["MOCAP_PARAMS", "NODE_NAME", "MocapNode", "PublishCounters", "main"]
 
-MOCAP_PARAMS: tuple[ParamSpec, ...] = (
-    ParamSpec("mode", "str", "vicon: Vicon DataStream SDK client; topic: relay PoseStamped from mocap/input"),
-    ParamSpec("host", "str", "Vicon DataStream server host[:port] (vicon mode)"),
-    ParamSpec("subject", "str", "Vicon subject tracking the robot (vicon mode)"),
-    ParamSpec("segment", "str", "segment of the subject ('' = the subject's name)", empty_ok=True),
-    ParamSpec("rate", "float", "expected mocap frame rate, Hz", low=1.0, high=2000.0),
-    ParamSpec("frame_id", "str", "frame of the published poses (vicon mode; topic mode keeps the input's)"),
-    ParamSpec("child_frame_id", "str", "body frame of the odometry twist"),
-    ParamSpec("velocity_filter_alpha", "float", "EMA weight of the newest finite difference", low=0.01, high=1.0),
-    ParamSpec(
-        "max_gap_periods", "float", "topic mode: longer intervals (in frame periods) are gaps", low=1.01, high=100.0
-    ),
-    ParamSpec("diagnostics_rate_hz", "float", "diagnostics publish rate", low=0.1, high=50.0),
-)
-
-
-def _check_mode(values: dict[str, Any], source: str) -> None:
-    if values["mode"] not in MODES:
-        raise ConfigError(source, "mode", f"must be one of {', '.join(MODES)}", values["mode"])
+NODE_NAME = MOCAP.name
 
 
 @dataclass
@@ -83,24 +62,21 @@ def _stamp_ns(stamp: Any) -> int:
     return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
-class MocapNode(Node):
-    """The ``asap_mocap`` node; ``vicon_source`` replaces the SDK client (tests: the stand-in)."""
+class MocapNode(NodeBehaviour):
+    """The ``asap_mocap`` node on one rclpy node; ``vicon_source`` replaces the SDK client (tests:
+    the stand-in). Vicon mode connects at :meth:`start` and reads frames on a thread of its own."""
 
-    def __init__(self, vicon_source: ViconSource | None = None, config_path: str | None = None, **node_kwargs: Any):
-        super().__init__(NODE_NAME, **node_kwargs)
-        path = config_path or str(config_file("mocap.yaml"))
-        defaults = load_defaults(path, NODE_NAME, MOCAP_PARAMS)
-        _check_mode(defaults, path)
-        self.params = NodeParams(self, MOCAP_PARAMS, defaults)
-        self.params.set_validator(lambda values: _check_mode(values, self.params.source))
+    def __init__(self, node: Any, params: Any, vicon_source: ViconSource | None = None):
+        self.node = node
+        self.params = params
         self.counters = PublishCounters()
         self.estimator = VelocityEstimator(self.params["velocity_filter_alpha"])
         self.error: Exception | None = None
-        self._pose_pub = self.create_publisher(PoseStamped, "mocap/pose", 10)
-        self._odom_pub = self.create_publisher(Odometry, "mocap/odometry", 10)
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._pose_pub = node.create_publisher(PoseStamped, "mocap/pose", 10)
+        self._odom_pub = node.create_publisher(Odometry, "mocap/odometry", 10)
+        self._diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._poses_at_last_report = 0
-        self.create_timer(1.0 / self.params["diagnostics_rate_hz"], self._publish_diagnostics)
+        node.create_timer(1.0 / self.params["diagnostics_rate_hz"], self._publish_diagnostics)
         self.vicon: ViconSource | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -109,11 +85,27 @@ class MocapNode(Node):
             self.vicon = vicon_source or ViconSource.from_sdk(
                 self.params["host"], self.params["subject"], self._segment(), self.params.source
             )
-            self.vicon.open()
-            self._thread = threading.Thread(target=self._vicon_loop, name="vicon", daemon=True)
-            self._thread.start()
         else:
-            self.create_subscription(PoseStamped, "mocap/input", self._on_input, 10)
+            node.create_subscription(PoseStamped, "mocap/input", self._on_input, 10)
+
+    def start(self) -> None:
+        """Vicon mode: connect to the server and start reading frames."""
+        if self.vicon is None:
+            return
+        self.vicon.open()
+        self._thread = threading.Thread(target=self._vicon_loop, name="vicon", daemon=True)
+        self._thread.start()
+
+    def finished(self) -> bool:
+        """The Vicon stream stopped on an error (the node then exits 1)."""
+        return self.error is not None
+
+    def shutdown(self) -> int:
+        """Stop reading frames; 1 if the Vicon stream had stopped on an error."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+        return EXIT_FAILED if self.error is not None else EXIT_OK
 
     def _segment(self) -> str:
         return self.params["segment"] or self.params["subject"]
@@ -143,14 +135,14 @@ class MocapNode(Node):
                     sample.quat_wxyz,
                     1.0 / sample.frame_rate_hz if contiguous else None,
                 )
-        except Exception as exc:  # reported by main(); the node publishes nothing more
+        except Exception as exc:  # ends the node (finished); it publishes nothing more
             self.error = exc
-            self.get_logger().error(f"Vicon stream stopped: {exc}")
+            self.node.get_logger().error(f"Vicon stream stopped: {exc}")
 
     def _check_frame_rate(self, server_rate_hz: float) -> None:
         expected = self.params["rate"]
         if abs(server_rate_hz - expected) > 0.01 * expected:
-            self.get_logger().warning(
+            self.node.get_logger().warning(
                 f"Vicon streams at {server_rate_hz:g} Hz, parameter rate is {expected:g} Hz: "
                 "velocities use the server's rate"
             )
@@ -223,39 +215,10 @@ class MocapNode(Node):
         array.header.stamp = _time_msg(time.time_ns())
         self._diag_pub.publish(array)
 
-    def destroy_node(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1.0)
-        super().destroy_node()
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Console script ``asap_mocap``."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-
-    rclpy.init(args=sys.argv if argv is None else argv)
-    node = None
-    try:
-        node = MocapNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while rclpy.ok() and node.error is None:
-            executor.spin_once(timeout_sec=0.2)
-        if node.error is not None:
-            raise node.error
-        return 0
-    except AsapError as exc:
-        print(f"asap_mocap: error: {exc}", file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C / rclpy's signal handler
-        return 0
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script ``asap_mocap``: exit 2 on bad parameters, 1 if the Vicon stream broke."""
+    return run_node(MOCAP, __doc__.splitlines()[0], MocapNode, argv)
 
 
 if __name__ == "__main__":

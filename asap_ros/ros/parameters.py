@@ -4,10 +4,13 @@ with :func:`~asap_ros.config.node_params.check_value` at start-up and on every r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from asap_ros.config.node_params import ParamSpec, check_value
+from asap_ros.config.node_params import NodeSchema, ParamSpec, check_value
 from asap_ros.core.errors import ConfigError
+
+__all__ = ["NodeParams", "Validator"]
 
 Validator = Callable[[dict[str, Any]], None]
 """Whole-set check run on the candidate values (raise ConfigError to refuse)."""
@@ -40,6 +43,19 @@ class NodeParams:
             raw[spec.name] = node.declare_parameter(spec.name, defaults[spec.name], descriptor).value
         self.values = {name: check_value(self._specs[name], value, self.source) for name, value in raw.items()}
         node.add_on_set_parameters_callback(self._on_set)
+
+    @classmethod
+    def for_schema(cls, node: Any, schema: NodeSchema, defaults_file: str | Path | None = None) -> NodeParams:
+        """Declare ``schema``'s parameters on ``node`` with the defaults of its file (the package's
+        ``config/`` one unless ``defaults_file``) and refuse an override (``-p``, a params file)
+        that names no parameter of the node: a misspelt name would otherwise be ignored."""
+        from asap_ros.ros.compat import parameter_overrides
+
+        params = cls(node, schema.params, schema.defaults(defaults_file))
+        for name, value in parameter_overrides(node).items():
+            if not node.has_parameter(name):
+                raise ConfigError(params.source, name, f"unknown parameter (known: {', '.join(params._specs)})", value)
+        return params
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]

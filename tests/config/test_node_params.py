@@ -47,3 +47,35 @@ def test_the_shipped_controller_config_is_within_the_bounds() -> None:
     for name, (low, high) in SAFETY_BOUNDS.items():
         value = getattr(safety, name)
         assert (low is None or value >= low) and (high is None or value <= high), (name, value)
+
+
+def test_the_four_nodes_are_schemas_whose_package_files_are_complete_and_valid() -> None:
+    from asap_ros.config.node_params import NODES
+
+    assert list(NODES) == ["asap_deploy", "asap_supervisor", "asap_recorder", "asap_mocap"]
+    for name, schema in NODES.items():
+        assert schema.defaults_path().name == f"{name.removeprefix('asap_')}.yaml"
+        assert set(schema.defaults()) == {spec.name for spec in schema.params}, name
+        assert len({spec.name for spec in schema.params}) == len(schema.params), f"{name}: a parameter twice"
+
+
+def test_a_choice_parameter_names_its_choices_when_refusing() -> None:
+    from asap_ros.config.node_params import MOCAP_PARAMS, RECORDER_PARAMS
+
+    mode = next(spec for spec in MOCAP_PARAMS if spec.name == "mode")
+    assert check_value(mode, "topic", "params") == "topic"
+    with pytest.raises(ConfigError, match=r"params: mode: must be one of vicon, topic \(got 'optitrack'\)"):
+        check_value(mode, "optitrack", "params")
+    with pytest.raises(ConfigError, match="non-empty string"):
+        check_value(mode, "", "params")
+    assert mode.constraint_text() == "one of vicon, topic"
+    compression = next(spec for spec in RECORDER_PARAMS if spec.name == "compression")
+    with pytest.raises(ConfigError, match=r"compression: must be one of zstd, lz4, none \(got 'rar'\)"):
+        check_value(compression, "rar", "params")
+
+
+def test_the_recorder_compressions_are_those_the_bag_writer_knows() -> None:
+    from asap_ros.config.node_params import RECORDER_COMPRESSIONS
+    from asap_ros.recording.bag_writer import COMPRESSIONS
+
+    assert RECORDER_COMPRESSIONS == tuple(COMPRESSIONS)

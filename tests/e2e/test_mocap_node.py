@@ -33,18 +33,43 @@ def ros(dds_domain, monkeypatch):
     rclpy.init(context=context, domain_id=dds_domain)
     executor = SingleThreadedExecutor(context=context)
     spinner = threading.Thread(target=executor.spin, daemon=True)
-    nodes = []
+    nodes, mocaps = [], []
 
     def add(node):
+        """An rclpy node, or a started MocapNode (its rclpy node is added)."""
+        if hasattr(node, "shutdown"):
+            mocaps.append(node)
+            node.start()
+            add(node.node)
+            return node
         nodes.append(node)
         executor.add_node(node)
         return node
 
     yield context, add, spinner
+    for mocap in mocaps:
+        mocap.shutdown()
     executor.shutdown()
     for node in nodes:
         node.destroy_node()
     rclpy.shutdown(context=context)
+
+
+def mocap_node(context, vicon_source=None, defaults_file=None, cli_args=None, **params):
+    """A MocapNode as run_node builds one: its rclpy node, the parameters of config/mocap.yaml
+    (or ``defaults_file``) with ``params`` as overrides, the node class."""
+    from rclpy.node import Node
+
+    from asap_ros.config.node_params import MOCAP
+    from asap_ros.ros.mocap_node import MocapNode
+    from asap_ros.ros.parameters import NodeParams
+
+    node = Node(MOCAP.name, context=context, parameter_overrides=overrides(**params), cli_args=cli_args)
+    try:
+        return MocapNode(node, NodeParams.for_schema(node, MOCAP, defaults_file), vicon_source=vicon_source)
+    except BaseException:
+        node.destroy_node()
+        raise
 
 
 class Recorder:
@@ -85,15 +110,13 @@ def overrides(**values):
 
 
 def test_node_publishes_vicon_poses_and_velocities(ros):
-    from asap_ros.ros.mocap_node import MocapNode
-
     context, add, spinner = ros
     dropped, occluded = {1010, 1011, 1030}, {1020, 1021, 1045}
     frames = script(1000, 60, dropped, occluded)
     recorder = Recorder(context)
     add(recorder.node)
     source, client = standin_source(frames)
-    node = add(MocapNode(vicon_source=source, context=context, parameter_overrides=overrides(diagnostics_rate_hz=20.0)))
+    node = add(mocap_node(context, vicon_source=source, diagnostics_rate_hz=20.0))
     spinner.start()
     valid, with_odometry = expected_runs(frames, dropped, occluded)
     recorder.wait_for(lambda: len(recorder.poses) >= len(valid) and len(recorder.odometry) >= len(with_odometry))
@@ -131,18 +154,10 @@ def test_node_relays_another_drivers_topic(ros):
     from geometry_msgs.msg import PoseStamped
     from rclpy.node import Node
 
-    from asap_ros.ros.mocap_node import MocapNode
-
     context, add, spinner = ros
     recorder = Recorder(context)
     add(recorder.node)
-    node = add(
-        MocapNode(
-            context=context,
-            parameter_overrides=overrides(mode="topic"),
-            cli_args=["--ros-args", "-r", "mocap/input:=/optitrack/rigid_body"],
-        )
-    )
+    node = add(mocap_node(context, cli_args=["--ros-args", "-r", "mocap/input:=/optitrack/rigid_body"], mode="topic"))
     driver = add(Node("other_mocap_driver", context=context))
     publisher = driver.create_publisher(PoseStamped, "/optitrack/rigid_body", 100)
     spinner.start()
@@ -185,15 +200,15 @@ def test_node_relays_another_drivers_topic(ros):
 
 
 def test_bad_parameters_are_refused(ros, tmp_path: Path):
-    from asap_ros.ros.mocap_node import MocapNode
-
     context, _, _ = ros
     with pytest.raises(ConfigError, match=r"asap_mocap: mode: must be one of vicon, topic \(got 'optitrack'\)"):
-        MocapNode(context=context, parameter_overrides=overrides(mode="optitrack"))
+        mocap_node(context, mode="optitrack")
+    with pytest.raises(ConfigError, match=r"asap_mocap: frame: unknown parameter \(known: mode, host, .*\(got 'map'\)"):
+        mocap_node(context, frame="map")  # a misspelt frame_id is not ignored
     bad_file = tmp_path / "mocap.yaml"
     bad_file.write_text(config_file("mocap.yaml").read_text().replace("rate: 100.0", "rate: fast"))
     with pytest.raises(ConfigError, match=rf"{bad_file}: rate: must be a number \(got 'fast'\)"):
-        MocapNode(context=context, config_path=str(bad_file))
+        mocap_node(context, defaults_file=bad_file)
 
 
 def position(msg) -> np.ndarray:

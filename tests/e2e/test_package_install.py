@@ -90,8 +90,8 @@ def test_installed_wheel_finds_its_data_under_prefix_share(wheel: Path, tmp_path
 
 
 @pytest.mark.parametrize("script", ["scripts/setup", "scripts/install-chromium", "scripts/test", "scripts/lint",
-                                    "scripts/run-sim", ".ci/run", "scripts/lock-for", "scripts/check-colcon",
-                                    "scripts/check-robot-wheels"])
+                                    "scripts/run-sim", ".ci/run", "scripts/lock-for", "scripts/find-python",
+                                    "scripts/check-colcon", "scripts/check-robot-wheels"])
 def test_scripts_are_executable_bash(script: str) -> None:
     path = REPO / script
     assert os.access(path, os.X_OK), f"{script} is not executable"

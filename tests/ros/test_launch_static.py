@@ -106,14 +106,10 @@ def test_included_launch_arguments_are_declared_by_the_included_file():
 
 
 def node_params() -> dict[str, dict]:
-    """Each console script's ROS parameters, by name (the nodes' own ParamSpec lists)."""
-    from asap_ros.config.node_params import DEPLOY_PARAMS, SUPERVISOR_PARAMS
-    from asap_ros.recording.config import RECORDER_PARAMS
-    from asap_ros.ros.mocap_node import MOCAP_PARAMS
+    """Each console script's ROS parameters, by name (the nodes' schemas, named as their scripts)."""
+    from asap_ros.config.node_params import NODES
 
-    specs = {"asap_deploy": DEPLOY_PARAMS, "asap_supervisor": SUPERVISOR_PARAMS,
-             "asap_recorder": RECORDER_PARAMS, "asap_mocap": MOCAP_PARAMS}
-    return {script: {spec.name: spec for spec in params} for script, params in specs.items()}
+    return {script: {spec.name: spec for spec in schema.params} for script, schema in NODES.items()}
 
 
 def dict_items(value: ast.expr, bound: dict[str, ast.expr]) -> list[tuple[str, ast.expr]]:
