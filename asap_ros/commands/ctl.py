@@ -169,7 +169,9 @@ def run(args: argparse.Namespace) -> int:
         client.require_deploy()
         if args.action == "reset":
             supervisor = f"/{client.supervisor}/reset"
-            if client.find_client(supervisor, SUPERVISOR_WAIT_S) is not None:
+            # as long as the command's timeout: a supervisor holding an e-stop, not yet discovered by this
+            # fresh process, would leave the deploy node's reset refused
+            if client.find_client(supervisor, max(SUPERVISOR_WAIT_S, client.timeout_s)) is not None:
                 released = client.call(supervisor)
                 if _report("supervisor reset", released) != 0:
                     return 1  # it still holds an e-stop or streams damping: the deploy node would refuse too

@@ -31,13 +31,13 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from asap_ros.config.node_params import DEPLOY_PARAMS, help_requested, load_defaults
-from asap_ros.config.paths import config_file
-from asap_ros.core.errors import AsapError, ConfigError, RejectedRequest
+from asap_ros.config.node_params import DEPLOY
+from asap_ros.core.errors import ConfigError, RejectedRequest
 from asap_ros.core.state_machine import Reset, Stand, Start
+from asap_ros.ros.node_main import EXIT_OK, NodeBehaviour, run_node
 from asap_ros.ros.parameters import NodeParams
 from asap_ros.runtime.scheduling import run_realtime
 
@@ -64,10 +64,10 @@ def controller_config_with_overrides(config: Any, values: Mapping[str, Any], sou
     return dataclasses.replace(config, safety=safety)
 
 
-class DeployNode:
+class DeployNode(NodeBehaviour):
     """Wires the control loop to unitree DDS and to the ROS interface of one rclpy node."""
 
-    def __init__(self, node: Any):
+    def __init__(self, node: Any, params: NodeParams):
         from geometry_msgs.msg import PoseStamped
         from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
         from std_msgs.msg import Float32MultiArray, String
@@ -81,7 +81,7 @@ class DeployNode:
         from asap_ros.runtime.wiring import DdsControl
 
         self.node = node
-        self.params = NodeParams(node, DEPLOY_PARAMS, load_defaults(config_file("deploy.yaml"), NODE_NAME, DEPLOY_PARAMS))
+        self.params = params
         p, source = self.params, self.params.source
         sys.setswitchinterval(p["switch_interval_ms"] / 1e3)
 
@@ -273,25 +273,39 @@ class DeployNode:
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the control thread (it reads rt/lowstate itself)."""
+        """Start the control thread (it reads rt/lowstate itself) and the e-stop node's executor."""
+        from rclpy.executors import SingleThreadedExecutor
+
         self.loop.start()
         for note in (self.scheduling_note, self.loop.scheduling_note):
             if note:
                 self.node.get_logger().warning(note)
         if self.loop.fault_injection is not None:
             self.node.get_logger().warning(f"FAULT INJECTION ACTIVE (test support): {self.loop.fault_injection.describe()}")
+        self._estop_executor = SingleThreadedExecutor(context=self.node.context)
+        self._estop_executor.add_node(self.estop_node)
+        threading.Thread(target=_spin_quietly, args=(self._estop_executor,), name="asap-estop", daemon=True).start()
+        self.node.get_logger().info(f"control loop running; motions: {', '.join(sorted(self.controller.policies))}")
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> int:
         """Damp the robot (a clean exit never leaves it holding a pose unattended), stop, and log
-        how many samples were written per DDS topic (``published {json}``, for benchmarks)."""
+        how many samples were written per DDS topic (``published {json}``, for benchmarks) and
+        the control loop's statistics."""
         from asap_ros.core.state_machine import EStop
 
-        self.loop.request(EStop(f"{NODE_NAME} shutting down"))
-        self._record_operator("shutdown", f"EStop({NODE_NAME} shutting down)", True, "clean shutdown")
-        time.sleep(SHUTDOWN_DAMPING_S)
+        if self.loop.alive:
+            self.loop.request(EStop(f"{NODE_NAME} shutting down"))
+            self._record_operator("shutdown", f"EStop({NODE_NAME} shutting down)", True, "clean shutdown")
+            time.sleep(SHUTDOWN_DAMPING_S)
         self.loop.stop()
         self.node.get_logger().info(f"published {json.dumps(self.dds.written())}")
         self.node.get_logger().info(f"control loop {json.dumps(self.loop.stats().as_dict())}")
+        executor = getattr(self, "_estop_executor", None)
+        if executor is not None:
+            executor.shutdown()
+        self.estop_node.destroy_node()
+        self.dds.close()
+        return EXIT_OK
 
 
 class StatePublisher:
@@ -391,42 +405,9 @@ def _spin_quietly(executor: Any) -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``asap_deploy``: exit 2 with one line naming the problem on bad parameters."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-
-    if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], DEPLOY_PARAMS, config_file("deploy.yaml")):
-        return 0
-    rclpy.init(args=argv)
-    node = rclpy.create_node(NODE_NAME)
-    try:
-        deploy = DeployNode(node)
-    except AsapError as exc:
-        print(f"{NODE_NAME}: refusing to start: {exc}", file=sys.stderr)
-        node.destroy_node()
-        rclpy.try_shutdown()
-        return 2
-    deploy.start()
-    node.get_logger().info(
-        f"control loop running; motions: {', '.join(sorted(deploy.controller.policies))}")
-    executor = SingleThreadedExecutor()  # (rclpy's EventsExecutor answered no service here, rclpy 9.1.2)
-    executor.add_node(node)
-    estop_executor = SingleThreadedExecutor()
-    estop_executor.add_node(deploy.estop_node)
-    threading.Thread(target=_spin_quietly, args=(estop_executor,), name="asap-estop", daemon=True).start()
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        deploy.shutdown()
-        executor.shutdown()
-        estop_executor.shutdown()
-        deploy.estop_node.destroy_node()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(DEPLOY, __doc__.splitlines()[0], DeployNode, argv, executor="single")
 
 
 if __name__ == "__main__":

@@ -29,17 +29,17 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from asap_ros.config.node_params import SUPERVISOR_PARAMS, help_requested, load_defaults
-from asap_ros.config.paths import config_file
-from asap_ros.core.errors import AsapError, ConfigError
+from asap_ros.config.node_params import SUPERVISOR
+from asap_ros.core.errors import ConfigError
 from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
 from asap_ros.core.supervisor import Authority, SupervisorCore, SupervisorTiming, timing_problem
 from asap_ros.g1.codec import LowCmdEncoder, damping_command
 from asap_ros.g1.crc import record_crc
 from asap_ros.g1.layout import LOWCMD_TOPIC, LOWCMD_WIRE, LOWSTATE_TOPIC, LOWSTATE_WIRE
+from asap_ros.ros.node_main import EXIT_OK, NodeBehaviour, run_node
 from asap_ros.ros.parameters import NodeParams
 from asap_ros.runtime.arbitration import decode_beat, decode_grant, encode_grant, host_id, new_session
 from asap_ros.runtime.scheduling import name_os_thread, run_realtime
@@ -57,7 +57,7 @@ def lowcmd_is_damping(record: Any) -> bool:
     return not record["motor_cmd"]["kp"][:29].any()
 
 
-class SupervisorNode:
+class SupervisorNode(NodeBehaviour):
     """The supervisor's DDS readers/writers, ROS interface and threads around its core."""
 
     LOWSTATE_POLL_S = 0.01
@@ -70,8 +70,7 @@ class SupervisorNode:
     PUBLISH_S = 0.05
     """State, counters and the core's events are published and logged this often (ROS timer)."""
 
-    def __init__(self, node: Any):
-        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+    def __init__(self, node: Any, params: NodeParams):
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import Empty, String, UInt64
         from std_srvs.srv import Trigger
@@ -79,8 +78,7 @@ class SupervisorNode:
         from asap_ros.config.controller import load_controller_config
 
         self.node = node
-        self.params = NodeParams(node, SUPERVISOR_PARAMS,
-                                 load_defaults(config_file("supervisor.yaml"), NODE_NAME, SUPERVISOR_PARAMS))
+        self.params = params
         p = self.params
         problem = timing_problem(p["takeover_after_ms"], p["lease_ms"])
         if problem is not None:
@@ -113,11 +111,10 @@ class SupervisorNode:
         self._writes_pub = node.create_publisher(UInt64, "~/lowcmd_writes", latched)
         self._estop_pub = node.create_publisher(Empty, "estop", 10)
         deploy = p["deploy_node"].strip("/")
-        estops = MutuallyExclusiveCallbackGroup()  # an e-stop never waits behind a reset
-        self._deploy_estop = node.create_client(Trigger, f"/{deploy}/estop", callback_group=estops)
-        node.create_subscription(Empty, "estop", lambda _msg: self.estop("estop topic", republish=False), 10,
-                                 callback_group=estops)
-        node.create_service(Trigger, "~/estop", self._on_estop_service, callback_group=estops)
+        # one single-threaded executor: every callback here is short (none waits for a lock held long)
+        self._deploy_estop = node.create_client(Trigger, f"/{deploy}/estop")
+        node.create_subscription(Empty, "estop", lambda _msg: self.estop("estop topic", republish=False), 10)
+        node.create_service(Trigger, "~/estop", self._on_estop_service)
         node.create_service(Trigger, "~/reset", self._on_reset_service)
         node.create_timer(self.PUBLISH_S, self._guarded("publisher", self._publish))
         self._published: tuple[str, int] | None = None
@@ -327,19 +324,24 @@ class SupervisorNode:
 
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:
-        """Start the watchdog and robot-state threads; start-up objects are frozen out of garbage
-        collection (as in :meth:`asap_ros.runtime.control_loop.ControlLoop.start`) so no collection
-        stalls a takeover."""
+        """Start the watchdog and robot-state threads (and, on an interactive terminal, the ENTER
+        e-stop); start-up objects are frozen out of garbage collection (as in
+        :meth:`asap_ros.runtime.control_loop.ControlLoop.start`) so no collection stalls a takeover."""
         gc.freeze()
         for thread in self._threads:
             thread.start()
+        if self.params["terminal_estop"] and sys.stdin is not None and sys.stdin.isatty():
+            threading.Thread(target=watch_terminal, args=(self,), name="asap-terminal", daemon=True).start()
 
-    def stop(self) -> None:
+    def shutdown(self) -> int:
         self._stop.set()
         for thread in self._threads:
-            thread.join(2.0)
+            if thread.ident is not None:
+                thread.join(2.0)
         for endpoint in (self._beat_reader, self._lowcmd_reader, self._grant_reader, self._lowstate):
             endpoint.close()
+        print(f"{NODE_NAME}: {self.lowcmd_writes} rt/lowcmd writes", file=sys.stderr)
+        return EXIT_OK
 
     def _run(self) -> None:
         """The core's step every write period: send the grant it asks for, then write damping."""
@@ -401,38 +403,9 @@ def watch_terminal(supervisor: SupervisorNode) -> None:
         supervisor.estop("terminal")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``asap_supervisor``."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-
-    if help_requested(argv, NODE_NAME, __doc__.splitlines()[0], SUPERVISOR_PARAMS, config_file("supervisor.yaml")):
-        return 0
-    rclpy.init(args=argv)
-    node = rclpy.create_node(NODE_NAME)
-    try:
-        supervisor = SupervisorNode(node)
-    except AsapError as exc:
-        print(f"{NODE_NAME}: refusing to start: {exc}", file=sys.stderr)
-        node.destroy_node()
-        rclpy.try_shutdown()
-        return 2
-    supervisor.start()
-    if supervisor.params["terminal_estop"] and sys.stdin is not None and sys.stdin.isatty():
-        threading.Thread(target=watch_terminal, args=(supervisor,), name="asap-terminal", daemon=True).start()
-    executor = MultiThreadedExecutor(num_threads=2)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        supervisor.stop()
-        print(f"{NODE_NAME}: {supervisor.lowcmd_writes} rt/lowcmd writes", file=sys.stderr)
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(SUPERVISOR, __doc__.splitlines()[0], SupervisorNode, argv, executor="single")
 
 
 if __name__ == "__main__":

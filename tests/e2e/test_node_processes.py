@@ -21,8 +21,8 @@ from asap_ros.sim.process import dying_with_this_process
 
 MODULES = {"asap_deploy": "deploy_node", "asap_supervisor": "supervisor_node",
            "asap_recorder": "recorder_node", "asap_mocap": "mocap_node"}
-RUN_NODE = ("asap_recorder", "asap_mocap")
-"""The nodes whose ``main`` is run_node (deploy and supervisor follow with the lead's rewrite)."""
+RUN_NODE = ("asap_deploy", "asap_supervisor", "asap_recorder", "asap_mocap")
+"""The nodes whose ``main`` is run_node: all four."""
 BAD_PARAMETERS = {
     "asap_deploy": ("control_rate_hz:=5000.0", "control_rate_hz", "out of range: allowed 10 <= value <= 500", 5000.0),
     "asap_supervisor": ("lease_ms:=5.0", "lease_ms", "out of range: allowed 20 <= value <= 1000", 5.0),
@@ -111,3 +111,12 @@ def test_sigterm_closes_the_recorders_bag(tmp_path: Path, dds_domain: int) -> No
     assert process.returncode == 0, output
     assert re.search(r"closed .*bag: \d+ messages in 1 file\(s\)", output), output
     assert (tmp_path / "bag" / "metadata.yaml").is_file()
+
+
+def test_the_supervisor_refuses_a_lease_as_long_as_its_takeover(dds_domain: int) -> None:
+    """A hung deploy node's lease must have run out when the supervisor takes over."""
+    line = refusal("asap_supervisor", node("asap_supervisor", "--ros-args", "-p", "lease_ms:=200.0",
+                                           domain=dds_domain))
+    assert line == ("asap_supervisor: refusing to start: ROS parameters of /asap_supervisor: lease_ms: must be "
+                    "shorter than takeover_after_ms (200 ms): a hung deploy node's lease must have run out at the "
+                    "takeover (got 200.0)")
