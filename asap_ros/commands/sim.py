@@ -251,7 +251,7 @@ class RealTimeRun:
 
     def timing(self) -> dict[str, Any]:
         loop = self.loop
-        timing = {**loop.stats().as_dict(), "sink_errors": loop.sink_errors,
+        timing = {**loop.stats().as_dict(), "recent_steps": loop.recent_steps(), "sink_errors": loop.sink_errors,
                   "ground_truth_samples": self.ground_truth.received}  # fmt: skip
         notes = [note for note in (self.priority_note, loop.scheduling_note) if note]
         if notes:

@@ -241,6 +241,8 @@ class DeployNode(NodeBehaviour):
             t = out.transition
             fault = t.reason if t.to_mode.name == "DAMPING" else ""
             self._show_mode(t.to_mode.name, fault, f"{t.from_mode.name} -> {t.to_mode.name}: {t.reason}")
+            if "late control steps" in fault:
+                self.node.get_logger().warning(f"the newest steps, ms: {self.loop.recent_steps()}")
         if policy is not None:
             self._policy_pub.publish(policy_step_msg(policy))
 

@@ -232,6 +232,10 @@ class LoopStats:
         return flat
 
 
+RECENT_STEPS = 12
+"""Steps whose timing is kept for :meth:`ControlLoop.recent_steps`."""
+
+
 class _Timing:
     """Fixed-size rings and counters behind :class:`LoopStats` (control thread writes, others read)."""
 
@@ -243,6 +247,9 @@ class _Timing:
         self.timed = 0
         self.woken = 0
         self.state_waits = 0
+        self.recent: collections.deque[tuple[int, int, int, int]] = collections.deque(maxlen=RECENT_STEPS)
+        """(wake-up lateness, wait for a state, the step's own time, finish lateness) of the newest
+        steps, ns: why a run of late steps was late."""
         self.late_steps = self.late_run = self.longest_late_run = self.skipped_periods = 0
 
     def woke(self, late_ns: int) -> None:
@@ -387,6 +394,7 @@ class ControlLoop:
         self._mode_machine: int | None = None
         self._tick = 0
         self._taken_arrival_ns = -1
+        self._last_wait_ns = 0
         """Arrival stamp of the sample the previous step took (a step waits only for a newer one)."""
         self._dropped_records = 0
         self._collector = Collector()
@@ -475,6 +483,13 @@ class ControlLoop:
             state_wait=t.percentiles(t.state_wait_ns, t.state_waits), gc_max_ms=self._collector.max_ms,
         )  # fmt: skip
 
+    def recent_steps(self) -> str:
+        """The newest steps' timing, ms, oldest first: ``wake +0.1 / wait 0.0 / step 1.2 = 1.3``
+        each (wake-up after the deadline, waiting for a state, the step itself, finish after the
+        deadline): why a run of late steps was late."""
+        return ", ".join(f"wake +{w / 1e6:.1f} / wait {s / 1e6:.1f} / step {c / 1e6:.1f} = {f / 1e6:.1f}"
+                         for w, s, c, f in list(self._timing.recent))
+
     def wake_lateness_ns(self) -> np.ndarray:
         """Wake-up minus deadline of the retained steps, oldest first (benchmarks)."""
         t = self._timing
@@ -530,9 +545,12 @@ class ControlLoop:
                 continue
             now = clock.monotonic_ns()
             timing.woke(now - deadline)
+            self._last_wait_ns = 0
             self._guarded_step(self._take, timing.late_run > 0)
             finished = clock.monotonic_ns()
             timing.finished(finished > deadline + self._late_after_ns)
+            timing.recent.append((now - deadline, self._last_wait_ns, finished - now - self._last_wait_ns,
+                                  finished - deadline))
             deadline += self._period_ns
             if finished >= deadline:  # overran whole periods: skip them, keep the phase grid
                 skipped = (finished - deadline) // self._period_ns + 1
@@ -546,8 +564,9 @@ class ControlLoop:
         if sample[0] is None or sample[2] == self._taken_arrival_ns:
             began = self.clock.monotonic_ns()
             sample = self.states.next_arrival(self._state_wait_s)
+            self._last_wait_ns = self.clock.monotonic_ns() - began
             if self._taken_arrival_ns >= 0:  # (before the robot's first state: no wait counted)
-                self._timing.waited(self.clock.monotonic_ns() - began)
+                self._timing.waited(self._last_wait_ns)
         if sample[0] is not None:
             self._taken_arrival_ns = sample[2]
         return sample
