@@ -226,14 +226,21 @@ class SupervisorCore:
             self.estop(source, now_ns)
         return pressed
 
-    def reset(self, now_ns: int) -> str | None:
-        """The operator's reset: release a held e-stop and hand a takeover back; the refusal, or None."""
+    def reset(self, now_ns: int, unanswered_forward: str | None = None) -> str | None:
+        """The operator's reset: release a held e-stop and hand a takeover back; the refusal, or None.
+
+        ``unanswered_forward`` names the deploy node's e-stop service while the e-stop forwarded
+        to it is unanswered: a held e-stop is not released before the deploy node applied it
+        (a stalled node gets the request when it resumes, DDS retransmitting it seconds later)."""
         if self.authority is Authority.SECONDARY:
             return f"this supervisor has no authority ({self.reason}); reset that one"
         if self.authority is Authority.LISTENING:
             return "still starting (hearing the bus); try again in a moment"
         if self.combo_held:
             return "the e-stop combo is held on the remote; release it first"
+        if unanswered_forward is not None and self.estop_reason is not None:
+            return (f"the deploy node has not yet answered the e-stop forwarded to {unanswered_forward} "
+                    "(a stopped node gets it when it resumes; a node that exited no longer blocks this)")
         if self.authority is Authority.TAKEOVER:
             refusal = self.release_refusal(now_ns)
             if refusal is not None:

@@ -3,9 +3,10 @@
 E-stop sources: the ``estop`` topic (std_msgs/Empty), the ``~/estop`` service
 (std_srvs/Trigger), a button combo on the G1 wireless remote (``LowState.wireless_remote``)
 and ENTER on an interactive terminal. An e-stop is **held**: the supervisor's grants say ESTOP
-until ``~/reset`` (refused while the combo is held), so the deploy node refuses Reset, Stand and
+until ``~/reset`` (refused while the combo is held, or while the deploy node
+has not answered the e-stop forwarded to it), so the deploy node refuses Reset, Stand and
 Start meanwhile; it is also forwarded to ``/<deploy_node>/estop``, retried every
-``FORWARD_RETRY_S`` until acknowledged.
+``FORWARD_RETRY_S`` until acknowledged (again after ``FORWARD_LOST_S`` if lost).
 
 The decisions are :class:`~asap_ros.core.supervisor.SupervisorCore`'s (pure, stepped every
 ``1 / damping_rate_hz`` on the watchdog thread); this node is its DDS and ROS adapter: beats,
@@ -64,9 +65,11 @@ class SupervisorNode(NodeBehaviour):
     """The newest LowState (remote buttons, mode_machine) is read this often, not all 500 per
     second: a button press lasts far longer, and each sample costs Python time."""
     FORWARD_RETRY_S = 0.05
-    """While the deploy node's e-stop service is not discovered, look for it this often. A call
-    once sent is not sent again: a hung deploy node would find a queue of them when it resumes,
-    and the held e-stop reaches it in every grant anyway."""
+    """While the deploy node's e-stop service is not discovered, look for it this often."""
+    FORWARD_LOST_S = 0.5
+    """A forwarded e-stop still unanswered while the deploy node's control loop has beaten for this
+    long since it was sent is lost (sent before the reader matched, or to a process that exited)
+    and is sent again. A stopped node does not beat: it gets no queue of copies when it resumes."""
     PUBLISH_S = 0.05
     """State, counters and the core's events are published and logged this often (ROS timer)."""
 
@@ -102,7 +105,7 @@ class SupervisorNode(NodeBehaviour):
         self._watched_pid = 0
         self._forward_pending = False
         self._forward_future: Any = None
-        self._forward_sent_s = 0.0
+        self._forward_sent_ns = 0
         self._log: collections.deque[tuple[str, str]] = collections.deque(maxlen=200)
         """(severity, text) written by any thread, logged by the publish timer."""
 
@@ -251,6 +254,7 @@ class SupervisorNode(NodeBehaviour):
             os.close(pidfd)
             with self._lock:
                 self.core.on_exit(pid, time.monotonic_ns())
+                self._forward_future = None  # its request died with the process: nothing to wait for
 
         threading.Thread(target=self._guarded("exit watch", wait), name="asap-deploy-exit", daemon=True).start()
 
@@ -266,7 +270,8 @@ class SupervisorNode(NodeBehaviour):
     def _on_reset_service(self, _request: Any, response: Any) -> Any:
         with self._lock:
             before = self.core.authority, self.core.estop_reason
-            refusal = self.core.reset(time.monotonic_ns())
+            unanswered = self._deploy_estop.srv_name if self._forward_in_flight() else None
+            refusal = self.core.reset(time.monotonic_ns(), unanswered)
         if refusal is not None:
             response.success, response.message = False, f"reset refused: {refusal}; damping continues"
         elif before == (Authority.WATCHING, None):
@@ -296,14 +301,15 @@ class SupervisorNode(NodeBehaviour):
         self._forward_pending = True
         return self._forward()
 
-    def _forward(self) -> bool:
-        """Call the deploy node's e-stop service unless a call is in flight; False if it is not
-        discovered (yet)."""
+    def _forward(self, again: bool = False) -> bool:
+        """Call the deploy node's e-stop service unless a call is in flight (``again``: even so);
+        False if it is not discovered (yet)."""
         if not self._deploy_estop.service_is_ready():
             return False
         with self._lock:
-            if self._forward_in_flight():
+            if self._forward_in_flight() and not again:
                 return True
+            self._forward_sent_ns = time.monotonic_ns()
             future = self._forward_future = self._deploy_estop.call_async(self._deploy_estop.srv_type.Request())
         future.add_done_callback(self._on_forward_done)  # may run at once: outside the lock
         return True
@@ -313,14 +319,22 @@ class SupervisorNode(NodeBehaviour):
         return future is not None and not (future.done() or future.cancelled())
 
     def _on_forward_done(self, future: Any) -> None:
-        self._forward_pending = False  # answered: applied, or refused by a node that is damping already
+        if future is self._forward_future:  # the newest call answered: applied, or refused by a damping node
+            self._forward_pending = False
 
     def _retry_forward(self) -> None:
-        """Send an e-stop whose forward found no deploy node yet (watchdog thread)."""
-        if self._forward_pending and not self._forward_in_flight() \
-                and time.monotonic() - self._forward_sent_s >= self.FORWARD_RETRY_S:
-            self._forward_sent_s = time.monotonic()
-            self._forward()
+        """Send an e-stop whose forward found no deploy node yet, or was lost (watchdog thread)."""
+        if not self._forward_pending:
+            return
+        now_ns = time.monotonic_ns()
+        if self._forward_in_flight():
+            deploy = self.core.deploy
+            if deploy is None or deploy.beat_ns - self._forward_sent_ns < self.FORWARD_LOST_S * 1e9:
+                return
+        elif now_ns - self._forward_sent_ns < self.FORWARD_RETRY_S * 1e9:
+            return
+        self._forward_sent_ns = now_ns
+        self._forward(again=True)
 
     # --- watchdog thread -----------------------------------------------------------------
     def start(self) -> None:

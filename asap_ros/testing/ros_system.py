@@ -381,9 +381,10 @@ class System:
         assert ok, message
         assert self.ros.wait_mode("TRACKING", 30.0), f"never reached TRACKING: {self.ros.latched}\n{self.log('deploy')}"
 
-    def hand_back_and_stand(self) -> None:
+    def hand_back_and_stand(self, reset_within_s: float = 10.0) -> None:
         """After a takeover: supervisor reset (the deploy node is in DAMPING), deploy reset, Stand."""
-        assert self.ros.spin_until(lambda: self.ros.trigger("/asap_supervisor/reset")[0], 10.0), self.ros.latched
+        assert self.ros.spin_until(lambda: self.ros.trigger("/asap_supervisor/reset")[0], reset_within_s), \
+            self.ros.latched
         assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state", "").startswith("WATCHING"), 5.0)
         ok, message = self.reset_deploy(5.0)
         assert ok, message

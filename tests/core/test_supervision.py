@@ -223,6 +223,21 @@ def test_the_held_combo_refuses_the_supervisor_reset() -> None:
     assert core.reset(bus.now_ns) is None
 
 
+def test_an_unanswered_estop_forward_refuses_the_supervisor_reset() -> None:
+    bus = started()
+    core = bus.supervisors[0].core
+    assert core is not None
+    assert core.reset(bus.now_ns, "/asap_deploy/estop") is None  # no e-stop held: nothing to wait for
+    assert core.estop("~/estop service", bus.now_ns)
+    bus.run_for(100 * MS)
+    refusal = core.reset(bus.now_ns, "/asap_deploy/estop") or ""
+    assert "not yet answered the e-stop forwarded to /asap_deploy/estop" in refusal
+    assert core.estop_reason is not None and bus.deploy.lease.estop_held is not None
+    assert core.reset(bus.now_ns) is None  # answered (or its node exited)
+    bus.run_for(100 * MS)
+    assert bus.deploy.lease.estop_held is None
+
+
 def test_an_estop_survives_a_supervisor_restart() -> None:
     bus = started()
     old = bus.supervisors[0]

@@ -143,6 +143,26 @@ def test_an_estop_is_held_through_a_supervisor_restart(system):
     system.stand()
 
 
+def test_an_estop_a_stopped_deploy_node_has_not_heard_is_not_released(system):
+    """An e-stop forwarded to a stopped deploy node is held by the supervisor until the node has
+    answered it, so DDS cannot deliver it after the operator's reset; once the node's process is
+    gone it no longer blocks (a restarted node is handed back as usual)."""
+    os.kill(system.deploy.pid, signal.SIGSTOP)
+    try:
+        ok, message = system.ros.trigger("/asap_supervisor/estop")
+        assert ok and "forwarded to /asap_deploy/estop" in message, message
+        latched(system, SUPERVISOR, "TAKEOVER", 5.0)
+        ok, message = system.ros.trigger("/asap_supervisor/reset")
+        assert not ok and "not yet answered the e-stop forwarded to /asap_deploy/estop" in message, message
+    finally:
+        os.kill(system.deploy.pid, signal.SIGKILL)
+        os.kill(system.deploy.pid, signal.SIGCONT)
+    system.deploy.wait(10)
+    assert system.ros.spin_until(lambda: "exited" in system.ros.trigger("/asap_supervisor/reset")[1], 5.0)
+    system.start_deploy("DAMPING")
+    system.hand_back_and_stand()
+
+
 def test_a_third_writer_does_not_hide_a_hung_deploy_node(system):
     """A rogue participant writes damping on rt/lowcmd at 50 Hz; the deploy node hangs: the
     supervisor still takes over, naming the silence of the deploy node's own writer."""
