@@ -18,7 +18,8 @@ itself (``OWN_DAMPING``), :data:`TAKEOVER_SILENCE_NS` after the newest TAKEOVER 
 writes only after the deploy node said it yielded, exited, or lost its lease while the
 supervisor kept sending TAKEOVER grants (:mod:`asap_ros.core.supervisor`), so the two never write
 at once. After a stall of its own the deploy node waits one lease for the supervisor's word
-before it blames the supervisor's silence. Pure logic, times passed in (ns, monotonic).
+before it blames the supervisor's silence (:data:`REDISCOVERY_WAIT_NS` after a stall long enough
+for DDS to forget it). Pure logic, times passed in (ns, monotonic).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from dataclasses import dataclass, field
 from asap_ros.core.state_machine import Mode
 
 __all__ = [
+    "DDS_LEASE_NS",
     "HANDOVER_GAP_NS",
+    "REDISCOVERY_WAIT_NS",
     "TAKEOVER_SILENCE_NS",
     "Beat",
     "BeatFlag",
@@ -43,6 +46,13 @@ __all__ = [
 HANDOVER_GAP_NS = 30_000_000
 """Silence on ``rt/lowcmd`` between the last command of one writer and the first of the next,
 longer than a 20 ms control period, so no 20 ms window holds two writers."""
+DDS_LEASE_NS = 10_000_000_000
+"""Cyclone DDS's participant lease (its default, as the nodes run it): a process stalled this
+long has been forgotten by its peers, which must discover it again before its beats reach the
+supervisor and the supervisor's grants reach it (measured: about 1 s on loopback)."""
+REDISCOVERY_WAIT_NS = 3_000_000_000
+"""How long the deploy node waits for the supervisor's word after a stall of at least
+:data:`DDS_LEASE_NS` (instead of one lease) before it blames the supervisor's silence."""
 TAKEOVER_SILENCE_NS = 70_000_000
 """A TAKEOVER grant naming a beat older than this: the supervisor streaming damping has gone
 silent, and the deploy node streams damping itself. The supervisor answers every beat (20 ms)
@@ -179,7 +189,9 @@ class WriteLease:
     _resumed_ns: int | None = field(default=None, init=False)
     """When this process last started or came back from a stall of its own (no verdict for longer
     than ``2 * period_ns``, a stall within a step included): the supervisor's word is awaited for
-    one lease before its silence counts."""
+    one lease (:data:`REDISCOVERY_WAIT_NS` after a stall of :data:`DDS_LEASE_NS`) before its
+    silence counts."""
+    _rediscovering: bool = field(default=False, init=False)
     ignored_grants: int = field(default=0, init=False)
     """Grants of supervisors other than the one obeyed."""
     last_verdict: Verdict = field(default=_NO_GRANT, init=False)
@@ -232,6 +244,7 @@ class WriteLease:
         """What this step may do; kept as :attr:`last_verdict` (read by other threads)."""
         if self._last_verdict_ns is None or now_ns - self._last_verdict_ns > self.margin_ns:
             self._resumed_ns = now_ns
+            self._rediscovering = self._last_verdict_ns is not None and now_ns - self._last_verdict_ns >= DDS_LEASE_NS
         self._last_verdict_ns = now_ns
         self.last_verdict = verdict = self._decide(now_ns)
         return verdict
@@ -260,7 +273,8 @@ class WriteLease:
             return _NO_GRANT
         grant = bound.grant
         age_ns = self._age_ns(grant, now_ns)
-        waiting = self._resumed_ns is not None and now_ns - self._resumed_ns < grant.lease_ns
+        wait_ns = REDISCOVERY_WAIT_NS if self._rediscovering else grant.lease_ns
+        waiting = self._resumed_ns is not None and now_ns - self._resumed_ns < wait_ns
         if grant.state is Supervision.TAKEOVER:
             reason = f"supervisor took over rt/lowcmd ({grant.reason})"
             if age_ns is None or age_ns < TAKEOVER_SILENCE_NS or waiting:

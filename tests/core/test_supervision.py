@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from asap_ros.core.lease import (
+    REDISCOVERY_WAIT_NS,
     TAKEOVER_SILENCE_NS,
     Beat,
     BeatFlag,
@@ -426,3 +427,18 @@ def test_after_a_stall_of_its_own_the_deploy_node_waits_a_lease_for_the_supervis
         assert verdict.yielded and not verdict.may_write
         lease.beat(seq, now + MS)
     assert lease.verdict(resumed + TIMING.lease_ns).writer is Writer.OWN_DAMPING
+
+
+def test_after_a_stall_dds_forgot_the_deploy_node_waits_for_rediscovery() -> None:
+    """25 s stopped: the peers' DDS has forgotten the process; the supervisor's fresh TAKEOVER
+    grants come only once it is discovered again (~1 s), so it waits, writing nothing, meanwhile."""
+    lease = WriteLease(0xD1, PERIOD)
+    lease.beat(1, 0)
+    grant(lease, 1, Supervision.TAKEOVER, now=MS)
+    lease.verdict(MS)
+    resumed = 25_000 * MS
+    for seq, now in enumerate(range(resumed, resumed + REDISCOVERY_WAIT_NS, PERIOD), start=2):
+        verdict = lease.verdict(now)
+        assert verdict.yielded and not verdict.may_write, (now - resumed) / MS
+        lease.beat(seq, now + MS)
+    assert lease.verdict(resumed + REDISCOVERY_WAIT_NS).writer is Writer.OWN_DAMPING
