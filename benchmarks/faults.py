@@ -34,7 +34,8 @@ class Row:
     scenario: str
     to_safe_ms: float | None
     """Fault -> first damping (or HOLD) command on rt/lowcmd; None: none seen."""
-    writers: int
+    writers: int | None
+    """None: not a measure of this scenario (a rogue writer is a second writer by design)."""
     stiff_after: int
     """Commands with kp > 0 after the first damping one (must be 0)."""
     reason: str
@@ -48,12 +49,14 @@ def operator_view(system: System) -> str:
 
 
 def observe(system: System, name: str, fault_at_ns: int, settle_s: float = 1.0,
-            safe: Callable = lambda s: s.damping) -> Row:
-    """The row of a fault injected at ``fault_at_ns`` (wall clock, as the observer's stamps)."""
+            safe: Callable = lambda s: s.damping, reset_at_ns: int | None = None) -> Row:
+    """The row of a fault injected at ``fault_at_ns`` (wall clock, as the observer's stamps);
+    ``reset_at_ns``: the operator's reset, after which stiffness is the operator's Stand."""
     first = system.lowcmd.wait_for(safe, fault_at_ns, 10.0)
     time.sleep(settle_s)
     samples = system.lowcmd.between(fault_at_ns - 1_000_000_000, time.time_ns())
-    stiff = [s for s in samples if first is not None and s.stamp_ns > first.stamp_ns and not s.damping]
+    stiff = [s for s in samples if first is not None and s.stamp_ns > first.stamp_ns and not s.damping
+             and (reset_at_ns is None or s.stamp_ns < reset_at_ns)]
     return Row(name, (first.stamp_ns - fault_at_ns) / 1e6 if first else None, max_writers_in_window(samples),
                len(stiff), operator_view(system))
 
@@ -184,9 +187,11 @@ def two_supervisors(system: System) -> Row:
         time.sleep(1.0)
         os.kill(system.deploy.pid, signal.SIGCONT)
         time.sleep(1.0)
+        reset_at = time.time_ns()
         reset, stand = system.ctl("reset"), system.ctl("stand")
         system.ros.wait_mode("HOLD", 30.0)
-        row = observe(system, "a second supervisor; SIGSTOP 1 s, SIGCONT, ctl reset, ctl stand", stopped, settle_s=0.5)
+        row = observe(system, "a second supervisor; SIGSTOP 1 s, SIGCONT, ctl reset, ctl stand (kp > 0 counted "
+                      "until the reset)", stopped, settle_s=0.5, reset_at_ns=reset_at)
         row.reason += f" | ctl reset: {reset.returncode}, ctl stand: {stand.returncode}"
     finally:
         stop_gracefully(second)
@@ -218,8 +223,10 @@ def rogue_writer(system: System) -> Row:
             taken = time.time_ns()
         finally:
             os.kill(system.deploy.pid, signal.SIGCONT)
-    row = Row("a third writer on rt/lowcmd, deploy hung (to TAKEOVER state)", (taken - stopped) / 1e6, 0, 0,
-              operator_view(system))
+    time.sleep(1.0)
+    stiff = [s for s in system.lowcmd.between(taken, time.time_ns()) if not s.damping]
+    row = Row("a third writer on rt/lowcmd, deploy hung (to TAKEOVER state)", (taken - stopped) / 1e6, None,
+              len(stiff), operator_view(system))
     return row
 
 
@@ -302,7 +309,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for row in rows:
         latency = f"{row.to_safe_ms:.1f}" if row.to_safe_ms is not None else "none"
-        print(f"| {row.scenario} | {latency} | {row.writers} | {row.stiff_after} | {row.reason} |")
+        writers = "-" if row.writers is None else row.writers
+        print(f"| {row.scenario} | {latency} | {writers} | {row.stiff_after} | {row.reason} |")
     print(simulator_line(system.sim.stats()))
     print(f"(logs: {logs})")
 

@@ -165,15 +165,18 @@ class RawReader:
 
     def __init__(
         self, topic: str, idl_type: type, handler: PayloadHandler, depth: int = 64, ignore_local: bool = False,
-        qos: Qos | None = None, realtime_priority: int = 0, start: bool = True,
+        qos: Qos | None = None, realtime_priority: int = 0, start: bool = True, source_stamps: bool = False,
     ) -> None:
         """``qos`` is added to keep-last ``depth`` (and ignore-local), its policies winning;
+        ``source_stamps``: the handler also gets the writer's source timestamp (ns, its wall
+        clock at the write) as a fourth argument;
         ``realtime_priority`` > 0 runs the handler thread under SCHED_FIFO (``scheduling_note``
         says why not, when refused); ``start`` False: the handler runs only after :meth:`start`
         (for a handler that needs the reader itself, e.g. :meth:`participant_of`)."""
         dp = participant()
         policies = Qos(Policy.History.KeepLast(depth), *([Policy.IgnoreLocal.Participant] if ignore_local else []))
         self._handler = handler
+        self._source_stamps = source_stamps
         self._depth = depth
         self._participants: dict[int, bytes] = {}
         self._reader = DataReader(dp, Topic(dp, topic, idl_type), qos=policies + qos if qos else policies)
@@ -212,7 +215,10 @@ class RawReader:
             for data, info in samples:
                 if info.valid_data and not self._stop:
                     try:
-                        self._handler(data, stamp_ns, info.publication_handle)
+                        if self._source_stamps:
+                            self._handler(data, stamp_ns, info.publication_handle, info.source_timestamp)
+                        else:
+                            self._handler(data, stamp_ns, info.publication_handle)
                     except Exception as exc:  # one bad sample must not end the reader
                         self.handler_errors += 1
                         self.last_handler_error = repr(exc)

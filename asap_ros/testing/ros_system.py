@@ -78,6 +78,9 @@ class LowCmdSample:
     """DDS publication handle of the writer (tells the deploy node from the supervisor)."""
     damping: bool
     """kp 0 on every G1 motor."""
+    source_ns: int = 0
+    """When its writer wrote it (the writer's wall clock: same host), as the arrival stamp can
+    group samples written far apart when this reader's thread was held up."""
 
 
 class LowCmdObserver:
@@ -92,9 +95,9 @@ class LowCmdObserver:
 
         self.samples: list[LowCmdSample] = []
         self._cond = threading.Condition()
-        self._reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._on_sample, depth=256)
+        self._reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._on_sample, depth=256, source_stamps=True)
 
-    def _on_sample(self, payload: bytes, stamp_ns: int, writer: int) -> None:
+    def _on_sample(self, payload: bytes, stamp_ns: int, writer: int, source_ns: int) -> None:
         from asap_ros.g1.layout import LOWCMD_WIRE
 
         if len(payload) != LOWCMD_WIRE.cdr_size:  # tests send malformed ones too
@@ -104,7 +107,7 @@ class LowCmdObserver:
             # the samples of one take share its stamp: 1 ns apart each, so time order is arrival order
             if self.samples and stamp_ns <= self.samples[-1].stamp_ns:
                 stamp_ns = self.samples[-1].stamp_ns + 1
-            self.samples.append(LowCmdSample(stamp_ns, writer, not kp.any()))
+            self.samples.append(LowCmdSample(stamp_ns, writer, not kp.any(), source_ns))
             self._cond.notify_all()
 
     def wait_for(self, predicate: Callable[[LowCmdSample], bool], after_ns: int, timeout_s: float) -> LowCmdSample | None:
@@ -169,12 +172,14 @@ class RogueWriter:
 
 
 def max_writers_in_window(samples: list[LowCmdSample], window_ns: int = 20_000_000) -> int:
-    """The most distinct writers among samples that arrived within any ``window_ns`` of each other."""
+    """The most distinct writers among samples written within any ``window_ns`` of each other
+    (their source stamps; the arrival stamp where a sample has none)."""
+    written = sorted((getattr(s, "source_ns", 0) or s.stamp_ns, s.writer) for s in samples)
     most, start = 0, 0
-    for end, sample in enumerate(samples):
-        while sample.stamp_ns - samples[start].stamp_ns >= window_ns:
+    for end, (stamp_ns, _writer) in enumerate(written):
+        while stamp_ns - written[start][0] >= window_ns:
             start += 1
-        most = max(most, len({s.writer for s in samples[start:end + 1]}))
+        most = max(most, len({writer for _stamp, writer in written[start:end + 1]}))
     return most
 
 
