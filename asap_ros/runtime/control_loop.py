@@ -194,7 +194,8 @@ class LoopStats:
     outlived_lease: int
     """Steps whose lease ran out between their verdict and their write (each latched DAMPING)."""
     late_steps: int
-    """Steps finished more than ``late_after_s`` past their deadline."""
+    """Steps finished more than ``late_after_s`` past their deadline, not counting a wait for a
+    state (none had arrived since the previous step: the state-age limit judges the stream)."""
     longest_late_run: int
     skipped_periods: int
     decode_errors: int
@@ -548,7 +549,9 @@ class ControlLoop:
             self._last_wait_ns = 0
             self._guarded_step(self._take, timing.late_run > 0)
             finished = clock.monotonic_ns()
-            timing.finished(finished > deadline + self._late_after_ns)
+            # late: the loop's own lateness past late_after_s; a wait for a state that had not come
+            # (at most state_wait_s) is the robot stream's delay, which the state-age limit judges
+            timing.finished(finished - self._last_wait_ns > deadline + self._late_after_ns)
             timing.recent.append((now - deadline, self._last_wait_ns, finished - now - self._last_wait_ns,
                                   finished - deadline))
             deadline += self._period_ns

@@ -186,9 +186,10 @@ def test_loop_runs_controller_on_the_wire_format(rig) -> None:
     stepped = [r for r in records if r.lowstate_stamp_ns]
     assert stepped and all(r.latency_ns > 0 and r.compute_ns > 0 for r in stepped)
     assert all(r.stamp_ns >= r.lowstate_stamp_ns for r in stepped)
+    sent = len(written)  # read before the stats: the loop goes on writing meanwhile
     stats = loop.stats()
     assert stats.steps >= len(stepped) - 1 and stats.latency is not None and stats.latency.p99_us > 0
-    assert stats.written >= len(written) - 1 and stats.withheld == 0 and stats.wake_late is not None
+    assert stats.written >= sent - 1 and stats.withheld == 0 and stats.wake_late is not None
     flat = stats.as_dict()
     assert flat["deadline_misses"] == stats.late_steps and flat["latency_p99_us"] == stats.latency.p99_us
 
@@ -676,3 +677,18 @@ def test_garbage_is_collected_by_the_sink_thread_after_the_steps(rig) -> None:
     finally:
         loop.stop()
     assert gc.isenabled()
+
+
+def test_a_wait_for_a_state_that_does_not_come_is_not_a_late_step(make_rig) -> None:
+    """The robot's stream stops: every step waits ``state_wait_s`` (12 ms, past the 5 ms late
+    margin) for a state; that is the stream's delay, judged by the state-age limit, not the loop's."""
+    rig = make_rig(actors=False, state_wait_s=0.012, period_s=0.02)
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: len(rig.records) >= 5, rig.loop)
+    rig.robot.stop()
+    before = rig.loop.stats()
+    time.sleep(0.4)
+    after = rig.loop.stats()
+    assert after.state_waits - before.state_waits >= 8, (before, after)
+    assert after.late_steps - before.late_steps <= 1, (before, after)
