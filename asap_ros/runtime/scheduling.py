@@ -33,12 +33,16 @@ def run_realtime(priority: int) -> str | None:
 
 
 def fifo_permitted() -> bool:
-    """Whether this process may use SCHED_FIFO (tried on this thread, then undone)."""
+    """Whether this process may use SCHED_FIFO (tried on this thread, then its scheduling restored:
+    a thread already under SCHED_FIFO keeps its priority)."""
     if not hasattr(os, "sched_setscheduler"):
         return False
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    if policy in (os.SCHED_FIFO, os.SCHED_RR):
+        return True
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
     except PermissionError:
         return False
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    os.sched_setscheduler(0, policy, param)
     return True
