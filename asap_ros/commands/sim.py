@@ -195,7 +195,9 @@ class RealTimeRun:
     def _start(self) -> None:
         from asap_ros.runtime import dds
         from asap_ros.runtime.fault_injection import FaultInjection
+        from asap_ros.runtime.mocap import dds_topic
         from asap_ros.runtime.wiring import DdsControl
+        from asap_ros.sim.config import MocapConfig
         from asap_ros.sim.control import SimControlClient
 
         args, recording = self.args, self.args.record is not None
@@ -208,7 +210,8 @@ class RealTimeRun:
         # publish_steps: the same samples asap_deploy publishes, for asap_recorder
         control = DdsControl(self.setup.controller, domain, "lo", publish_steps=recording,
                              realtime_priority=self.rt_priority, fault_injection=FaultInjection.from_env(),
-                             receive_priority=self.rt_priority + 1 if self.rt_priority else 0)
+                             receive_priority=self.rt_priority + 1 if self.rt_priority else 0,
+                             mocap_topic=dds_topic("/" + MocapConfig().topic) if recording else None)
         self._closers.append(control)
         self.loop = control.loop
         self.ground_truth = GroundTruthBuffer()  # after init_channels: its reader is on this run's domain

@@ -11,7 +11,8 @@ the control thread writes ``rt/lowcmd`` only under the supervisor's lease
 (:mod:`asap_ros.core.lease`): one beat per step out, grants in, both on unitree DDS; Stand
 and Start are refused while the supervisor objects, Reset while it holds an e-stop or streams
 damping, and its takeover latches DAMPING with its reason. The stamp of the newest
-``mocap/pose`` goes into each step record.
+``mocap/pose`` (its resolved name, on DDS) goes into each step record: the control thread reads
+it after each write, no rclpy callback per pose.
 Operator services (``std_srvs/Trigger``):
 ``~/stand``, ``~/stop``, ``~/estop``, ``~/reset``, ``~/start`` (the ``default_motion``
 parameter) and one ``~/start/<motion>`` per loaded policy. ``~/estop`` is served by a node of its
@@ -68,8 +69,7 @@ class DeployNode(NodeBehaviour):
     """Wires the control loop to unitree DDS and to the ROS interface of one rclpy node."""
 
     def __init__(self, node: Any, params: NodeParams):
-        from geometry_msgs.msg import PoseStamped
-        from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+        from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import Float32MultiArray, String
 
         from asap_ros.config.controller import load_controller_config
@@ -77,6 +77,7 @@ class DeployNode(NodeBehaviour):
         from asap_ros.config.robot import load_robot_model
         from asap_ros.runtime.control_loop import check_control_rate
         from asap_ros.runtime.fault_injection import FaultInjection
+        from asap_ros.runtime.mocap import dds_topic
         from asap_ros.runtime.policies import build_controller, load_policies
         from asap_ros.runtime.wiring import DdsControl
 
@@ -108,6 +109,7 @@ class DeployNode(NodeBehaviour):
             supervised=p["supervised"],
             fault_injection=FaultInjection.from_env(),
             receive_priority=p["realtime_priority"] + 1 if p["realtime_priority"] else 0,
+            mocap_topic=dds_topic(node.resolve_topic_name(MOCAP_TOPIC)),
         )
         self.loop = self.dds.loop
 
@@ -125,7 +127,6 @@ class DeployNode(NodeBehaviour):
         self._diagnostics = DiagnosticsPublisher(node, self.loop, self.robot.joint_names, config.safety,
                                                  self.operator_records, self.dds.arbiter)
         self._create_services(policies)
-        node.create_subscription(PoseStamped, MOCAP_TOPIC, self._on_mocap, qos_profile_sensor_data)
         self.loop.add_sink(self._on_step)
         self.loop.add_sink(self._state_publisher.on_step)  # right after each step, not beside the next one
         self._timers = {"diagnostics_rate_hz": node.create_timer(1.0 / p["diagnostics_rate_hz"], self._diagnostics.publish)}
@@ -228,9 +229,6 @@ class DeployNode(NodeBehaviour):
         for name, timer in self._timers.items():
             if name in changed:
                 timer.timer_period_ns = int(1e9 / changed[name])
-
-    def _on_mocap(self, msg: Any) -> None:
-        self.loop.mocap_stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
     # --- sink thread -------------------------------------------------------------------------
     def _on_step(self, record: Any) -> None:

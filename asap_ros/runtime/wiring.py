@@ -27,12 +27,14 @@ class DdsControl:
     (:class:`~asap_ros.runtime.arbitration.LowCmdArbiter`; DAMPING latched two control periods
     before an unanswered lease runs out). ``receive_priority``: Cyclone DDS's receive threads
     under SCHED_FIFO (:func:`asap_ros.runtime.dds.init_channels`), above the control thread, so
-    rt/lowstate and the grants reach it however busy the machine is.
+    rt/lowstate and the grants reach it however busy the machine is. ``mocap_topic``: the DDS
+    topic of the motion-capture pose (``rt/mocap/pose``), polled by the control thread after each
+    write (:class:`~asap_ros.runtime.mocap.MocapStamps`); None: no mocap.
     """
 
     def __init__(
         self, controller: Controller, domain: int, interface: str, publish_steps: bool = True,
-        supervised: bool = False, receive_priority: int = 0, **loop_options: Any,
+        supervised: bool = False, receive_priority: int = 0, mocap_topic: str | None = None, **loop_options: Any,
     ) -> None:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
@@ -51,8 +53,14 @@ class DdsControl:
             period_s = control_period_s(controller, loop_options.get("period_s"))
             self.arbiter = LowCmdArbiter(period_ns=int(round(period_s * 1e9)))
             self._closers.append(self.arbiter)
+        self.mocap: Any = None
+        if mocap_topic is not None:
+            from asap_ros.runtime.mocap import MocapStamps
+
+            self.mocap = MocapStamps(mocap_topic)
+            self._closers.append(self.mocap)
         self.loop = ControlLoop(controller, self.lowcmd.write, states=self.lowstate, arbiter=self.arbiter,
-                                **loop_options)
+                                mocap=self.mocap.newest_ns if self.mocap is not None else None, **loop_options)
         self.steps = PolicyStepPublisher() if publish_steps else None
         if self.steps is not None:
             self._closers.append(self.steps)

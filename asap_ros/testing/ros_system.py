@@ -513,9 +513,10 @@ def simulator_system(domain: int, logs: Path) -> Iterator[System]:
         system.close()
 
 
-def started_system(domain: int, logs: Path) -> Iterator[System]:
-    """A started :class:`System`, closed afterwards (the body of a module-scoped fixture)."""
-    system = System(domain, logs)
+def started_system(domain: int, logs: Path, **options: Any) -> Iterator[System]:
+    """A started :class:`System` (``options`` to its constructor), closed afterwards (the body of
+    a module-scoped fixture)."""
+    system = System(domain, logs, **options)
     try:
         system.start()
         yield system

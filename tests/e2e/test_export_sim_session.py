@@ -47,6 +47,15 @@ def test_every_actor_step_names_its_motion(session):
         assert steps[-1].mode == "HOLD"  # the last step, recorded after the switch
 
 
+def test_every_actor_step_carries_the_newest_mocap_stamp(session):
+    """The recorded simulated mocap's stamp in each step (read on DDS by the control thread)."""
+    steps, _ = actor_steps(session.bag)
+    ages_ms = np.array([(m.stamp_ns - m.mocap_stamp_ns) / 1e6 for m in steps])
+    assert all(m.mocap_stamp_ns > 0 for m in steps)
+    assert ((ages_ms > 0.0) & (ages_ms < 500.0)).all(), ages_ms.max()  # the simulated Vicon's 5 ms latency, at least
+    assert len({m.mocap_stamp_ns for m in steps}) >= len(steps) // 2  # 200 Hz poses: a new one every step
+
+
 def test_rows_pair_as_asap_saves_them(session, tmp_path, capsys):
     assert main(["export", str(session.bag), "--out", str(tmp_path), "-j", "1"]) == 0
     out = capsys.readouterr().out
