@@ -35,7 +35,11 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from record_session import cpu_seconds  # the sibling benchmark (benchmarks/ is the script's path)
+from record_session import (  # the sibling benchmark (benchmarks/ is the script's path)
+    cpu_seconds,
+    deploy_loop_stats,
+    late_causes_line,
+)
 
 from asap_ros.bench.floor_probe import FloorProbe, beside_the_floor
 from asap_ros.runtime.dds import process_domain
@@ -145,6 +149,7 @@ def main() -> None:
     print(f"deadline misses (late steps, > 5 ms past the deadline): {misses}  (logs: {logs})")
     print(beside_the_floor([r[1] for r in rows[first_step:last_step]], probe.lateness))
     print(simulator_line(system.sim.stats()))
+    print(late_causes_line(deploy_loop_stats(logs / "deploy1.log")))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Benchmark: record a simulated session with ``asap_recorder`` and report completeness and cost.
 
 The real thing on one DDS domain on loopback: the MuJoCo G1 (``asap_sim``: LowState at 500 Hz,
-simulated mocap at 200 Hz), ``asap_deploy`` (50 Hz policy steps) and ``asap_supervisor``, each a
+simulated mocap at ``--mocap-rate`` Hz, 200 by default), ``asap_deploy`` (50 Hz policy steps) and ``asap_supervisor``, each a
 process (the bring-up of :mod:`asap_ros.testing.ros_system`), and ``asap_recorder`` started first. The deploy node runs ``--motion`` start -> track -> HOLD again and again for
 ``--duration`` seconds (default 600); then everything stops, the recorder last. Printed:
 
@@ -40,6 +40,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BAG_NAME = "bench"
 LOWSTATE_RATE_HZ = 500.0
 MOCAP_RATE_HZ = 200.0
+"""Default motion-capture rate (a Vicon's 100-200 Hz)."""
 MOTION_TIMEOUT_S = 120.0
 LATE_AFTER_MS = 5.0
 """The deploy node's production deadline-miss threshold (config/deploy.yaml)."""
@@ -101,6 +102,24 @@ def deploy_published(log: Path) -> dict[str, int]:
         if "published {" in line:
             return json.loads(line[line.index("published {") + len("published "):])
     raise SystemExit(f"asap_deploy did not report its published counts (log: {log})")
+
+
+def deploy_loop_stats(log: Path) -> dict[str, Any]:
+    """The deploy node's :class:`~asap_ros.runtime.control_loop.LoopStats` from its ``control loop
+    {json}`` exit log line."""
+    for line in reversed(log.read_text().splitlines()):
+        if "control loop {" in line:
+            return json.loads(line[line.index("control loop {") + len("control loop "):])
+    raise SystemExit(f"asap_deploy did not report its control loop statistics (log: {log})")
+
+
+def late_causes_line(stats: dict[str, Any]) -> str:
+    """Which of the loop's late steps woke late and which a garbage collection overlapped."""
+    return (f"deploy node's loop: {stats['deadline_misses']} late steps, {stats['late_woke']} of them woke more "
+            f"than {LATE_AFTER_MS:g} ms late, {stats['late_in_gc']} overlapped a garbage collection "
+            f"(longest {stats['gc_max_ms']:.1f} ms); wake-up lateness p99 {stats.get('wake_late_p99_us', 0) / 1e3:.2f} / "
+            f"max {stats.get('wake_late_max_us', 0) / 1e3:.1f} ms; compute p99 {stats.get('compute_p99_us', 0) / 1e3:.2f} / "
+            f"max {stats.get('compute_max_us', 0) / 1e3:.1f} ms")
 
 
 MAX_FAILED_STANDS = 3
@@ -222,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of motions (whole runs)")
     parser.add_argument("--output", type=Path, help="bag parent directory (default: a temporary one)")
     parser.add_argument("--domain", type=int, default=process_domain())
+    parser.add_argument("--mocap-rate", type=float, default=MOCAP_RATE_HZ, help="simulated mocap, Hz (0: none)")
     parser.add_argument("-p", dest="params", action="append", default=[], type=recorder_param,
                         help="extra recorder parameter name:=value")
     args = parser.parse_args(argv)
@@ -234,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"])
     try:
         system = System(args.domain, logs,
-                        lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=MOCAP_RATE_HZ, mocap_readers=1)
+                        lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=args.mocap_rate,
+                        mocap_readers=1 if args.mocap_rate > 0 else 0)
         try:
             wait_for_recorder(60.0)
             cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
@@ -264,8 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         T.LOWCMD: ("asap_deploy", deploy["rt/lowcmd"]),
         T.POLICY_STEP: ("asap_deploy", deploy["rt/asap/policy_step"]),
         T.TRANSITION: ("asap_deploy", deploy["rt/asap/transition"]),
-        T.MOCAP_POSE: ("asap_sim mocap", sim["mocap"]["published"]),
     }
+    if args.mocap_rate > 0:
+        published[T.MOCAP_POSE] = ("asap_sim mocap", sim["mocap"]["published"])
     bag = output / BAG_NAME
     recorded, lowstate_ticks, steps = read_bag(bag)
     size_mb = sum(f.stat().st_size for f in bag.glob("*.mcap")) / 1e6
@@ -290,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"every published message recorded: {'yes' if complete else 'NO'}")
     print(f"recorder CPU: {cpu / wall * 100:.1f} % of one core over {wall:.0f} s; peak RSS {rss:.0f} MB")
     print_latency(steps, sim, probe.lateness)
+    print(late_causes_line(deploy_loop_stats(logs / "deploy1.log")))
     costs = per_message_costs()
     print(f"per LowState: raw bytes into the bag {costs['raw_write_us']:.1f} µs; "
           f"decode + re-serialise {costs['decode_reserialise_us']:.1f} µs")

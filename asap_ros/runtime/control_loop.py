@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -214,6 +213,11 @@ class LoopStats:
     """How long those steps waited (at most ``state_wait_s``)."""
     gc_max_ms: float = 0.0
     """The longest garbage collection so far (run on the sink thread right after a step)."""
+    late_woke: int = 0
+    """Late steps whose thread woke more than ``late_after_s`` past the deadline: it did not get
+    to run (the machine, or another thread of the process holding the GIL)."""
+    late_in_gc: int = 0
+    """Late steps that a garbage collection on the sink thread overlapped (it holds the GIL)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Flat keys for diagnostics and run summaries (``deadline_misses``, ``latency_p99_us``, ...)."""
@@ -225,6 +229,7 @@ class LoopStats:
             "dropped_records": self.dropped_records,
         }  # fmt: skip
         flat["state_waits"], flat["gc_max_ms"] = self.state_waits, self.gc_max_ms
+        flat["late_woke"], flat["late_in_gc"] = self.late_woke, self.late_in_gc
         for name, value in (("latency", self.latency), ("compute", self.compute), ("wake_late", self.wake_late),
                             ("state_wait", self.state_wait)):
             if value is not None:
@@ -252,6 +257,7 @@ class _Timing:
         """(wake-up lateness, wait for a state, the step's own time, finish lateness) of the newest
         steps, ns: why a run of late steps was late."""
         self.late_steps = self.late_run = self.longest_late_run = self.skipped_periods = 0
+        self.late_woke = self.late_in_gc = 0
 
     def woke(self, late_ns: int) -> None:
         self.wake_late_ns[self.woken % len(self.wake_late_ns)] = late_ns
@@ -266,9 +272,11 @@ class _Timing:
         self.latency_ns[i], self.compute_ns[i] = latency_ns, compute_ns
         self.timed += 1
 
-    def finished(self, late: bool) -> None:
+    def finished(self, late: bool, woke_late: bool, in_gc: bool) -> None:
         self.late_run = self.late_run + 1 if late else 0
         self.late_steps += late
+        self.late_woke += late and woke_late
+        self.late_in_gc += late and in_gc
         self.longest_late_run = max(self.longest_late_run, self.late_run)
 
     @staticmethod
@@ -292,10 +300,13 @@ class Collector:
     FULL_EVERY = 1500
     """Steps between full collections (30 s at 50 Hz)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
         self._steps = 0
         self._owned = False
         self.max_ms = 0.0
+        self.began_ns = self.ended_ns = 0
+        """Monotonic start and end of the newest collection (``ended_ns`` < ``began_ns``: running)."""
 
     def take_over(self) -> None:
         """Stop Python's automatic collection (process-wide): from now on :meth:`after_step` collects."""
@@ -310,9 +321,15 @@ class Collector:
     def after_step(self) -> None:
         self._steps += 1
         generation = 2 if self._steps % self.FULL_EVERY == 0 else 1 if self._steps % self.MIDDLE_EVERY == 0 else 0
-        began = time.perf_counter_ns()
+        self.began_ns = began = self._clock.monotonic_ns()
         gc.collect(generation)
-        self.max_ms = max(self.max_ms, (time.perf_counter_ns() - began) / 1e6)
+        self.ended_ns = ended = self._clock.monotonic_ns()
+        self.max_ms = max(self.max_ms, (ended - began) / 1e6)
+
+    def overlapped(self, since_ns: int, until_ns: int) -> bool:
+        """Whether the newest collection ran at some instant in [since_ns, until_ns]."""
+        began, ended = self.began_ns, self.ended_ns
+        return began <= until_ns and (ended < began or ended >= since_ns)
 
 
 class ControlLoop:
@@ -331,7 +348,9 @@ class ControlLoop:
     check just before it. An e-stop takes only the write lock (:meth:`request`). An exception
     escaping a step latches DAMPING for good (:attr:`fatal_error`) and the loop streams damping
     every period while the writer works. ``arbiter`` (optional): the rt/lowcmd lease; a
-    withheld write still leaves a StepRecord (``written`` False), a failed one none.
+    withheld write still leaves a StepRecord (``written`` False), a failed one none. ``mocap``
+    (optional): the newest mocap pose's stamp (ns, 0: none; :class:`~asap_ros.runtime.mocap.MocapStamps`),
+    asked once per step after its write, for the step's record.
     """
 
     def __init__(
@@ -348,6 +367,7 @@ class ControlLoop:
         clock: Clock = SYSTEM_CLOCK,
         fault_injection: FaultInjection | None = None,
         arbiter: Arbiter | None = None,
+        mocap: Callable[[], int] | None = None,
     ) -> None:
         period_s = control_period_s(controller, period_s)
         check_control_rate(1.0 / period_s, controller, "ControlLoop", "1 / period_s")
@@ -357,6 +377,8 @@ class ControlLoop:
         self.clock = clock if fault_injection is None else fault_injection.clock(clock)
         self.states = states if states is not None else LatestState(self.clock)
         self.mocap_stamp_ns = 0
+        """Stamp (ns) of the newest mocap pose (0: none), set from ``mocap`` after each write."""
+        self._mocap = mocap
         self.last_state: RobotState | None = None
         self.fatal_error: str | None = None
         """Why the control loop stopped running the controller (an exception escaped a step, or
@@ -398,7 +420,7 @@ class ControlLoop:
         self._last_wait_ns = 0
         """Arrival stamp of the sample the previous step took (a step waits only for a newer one)."""
         self._dropped_records = 0
-        self._collector = Collector()
+        self._collector = Collector(self.clock)
         self.scheduling_note: str | None = None
         """Why the control thread runs without the requested priority or CPU (set by :meth:`start`)."""
         self._scheduled = threading.Event()
@@ -482,6 +504,7 @@ class ControlLoop:
             latency=t.percentiles(t.latency_ns, t.timed), compute=t.percentiles(t.compute_ns, t.timed),
             wake_late=t.percentiles(t.wake_late_ns, t.woken), state_waits=t.state_waits,
             state_wait=t.percentiles(t.state_wait_ns, t.state_waits), gc_max_ms=self._collector.max_ms,
+            late_woke=t.late_woke, late_in_gc=t.late_in_gc,
         )  # fmt: skip
 
     def recent_steps(self) -> str:
@@ -551,7 +574,9 @@ class ControlLoop:
             finished = clock.monotonic_ns()
             # late: the loop's own lateness past late_after_s; a wait for a state that had not come
             # (at most state_wait_s) is the robot stream's delay, which the state-age limit judges
-            timing.finished(finished - self._last_wait_ns > deadline + self._late_after_ns)
+            late = finished - self._last_wait_ns > deadline + self._late_after_ns
+            timing.finished(late, now - deadline > self._late_after_ns,
+                            late and self._collector.overlapped(deadline, finished))
             timing.recent.append((now - deadline, self._last_wait_ns, finished - now - self._last_wait_ns,
                                   finished - deadline))
             deadline += self._period_ns
@@ -612,6 +637,8 @@ class ControlLoop:
         compute = written - started
         if state is not None and wrote:
             self._timing.step(latency, compute)
+        if self._mocap is not None:
+            self.mocap_stamp_ns = self._mocap()
         self._record(output, damping, state, stamp_ns, compute, latency, late, wrote)
 
     def _beat(self, mode: Mode, wrote: bool) -> None:

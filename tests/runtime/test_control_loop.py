@@ -692,3 +692,56 @@ def test_a_wait_for_a_state_that_does_not_come_is_not_a_late_step(make_rig) -> N
     after = rig.loop.stats()
     assert after.state_waits - before.state_waits >= 8, (before, after)
     assert after.late_steps - before.late_steps <= 1, (before, after)
+
+
+def _make_cycles(count: int) -> None:
+    """``count`` unreachable reference cycles of two lists each, for the cycle collector."""
+    for _ in range(count):
+        a: list = []
+        a.append([a])
+
+
+def _cycles_collected_in(seconds: float) -> int:
+    """How many cycles of :func:`_make_cycles` one young collection takes ``seconds`` to free here
+    (measured: the machine's speed sets the count, not this file)."""
+    import gc
+
+    count, enabled = 50_000, gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        _make_cycles(count)
+        began = time.perf_counter()
+        gc.collect(0)
+        took = time.perf_counter() - began
+    finally:
+        if enabled:
+            gc.enable()
+    return int(count * seconds / max(took, 1e-6))
+
+
+def test_late_steps_say_whether_the_thread_woke_late_or_a_collection_held_it(make_rig) -> None:
+    """A step that is slow by itself is late without waking late; a collection on the sink thread
+    that holds the GIL past the next deadline makes that step wake late, inside the collection."""
+    rig = make_rig(actors=False, period_s=0.02, fault_injection=FaultInjection(parse_faults("slow=0.015@tick=30")))
+    rig.robot.start()
+    rig.loop.start()
+    _wait(lambda: len(rig.records) >= 20, rig.loop)
+    before = rig.loop.stats()
+    _wait(lambda: len(rig.records) >= 35, rig.loop)
+    slow = rig.loop.stats()
+    late, woke = slow.late_steps - before.late_steps, slow.late_woke - before.late_woke
+    assert late >= 1 and late - woke >= 1, (before, slow)  # step 30: 15 ms of its own
+
+    garbage_at = len(rig.records) + 5
+    cycles = _cycles_collected_in(0.08)
+
+    def make_cyclic_garbage(record: StepRecord) -> None:
+        if record.control_tick == garbage_at:  # the next young collection holds the GIL ~80 ms
+            _make_cycles(cycles)
+
+    rig.loop.add_sink(make_cyclic_garbage)
+    _wait(lambda: len(rig.records) >= garbage_at + 5, rig.loop)
+    held = rig.loop.stats()
+    assert held.gc_max_ms > 25.0, held  # longer than a period plus the late margin
+    assert held.late_in_gc - slow.late_in_gc >= 1 and held.late_woke - slow.late_woke >= 1, (slow, held)
