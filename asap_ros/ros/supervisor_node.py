@@ -121,6 +121,8 @@ class SupervisorNode(NodeBehaviour):
         node.create_service(Trigger, "~/reset", self._on_reset_service)
         node.create_timer(self.PUBLISH_S, self._guarded("publisher", self._publish))
         self._published: tuple[str, int] | None = None
+        self._forward_reachable = False
+        """Whether the deploy node's e-stop service was discovered at the last publish (logged on change)."""
         self._open_channels(p["dds_domain"], p["network_interface"])
         self._threads = [
             threading.Thread(target=self._guarded("watchdog", self._run), name="asap-watchdog", daemon=True),
@@ -392,6 +394,13 @@ class SupervisorNode(NodeBehaviour):
             _log(logger, "error" if text.startswith("taking over") else "info", text)
         while self._log:
             _log(logger, *self._log.popleft())
+        reachable = self._deploy_estop.service_is_ready()
+        if reachable != self._forward_reachable:
+            self._forward_reachable = reachable
+            target = self._deploy_estop.srv_name
+            _log(logger, "info" if reachable else "warning",
+                 f"e-stop forward path up: {target} discovered" if reachable
+                 else f"e-stop forward path down: {target} no longer discovered")
         now = (line, self.lowcmd_writes)
         if self._published is None or now[0] != self._published[0]:
             self._state_pub.publish(String(data=line))

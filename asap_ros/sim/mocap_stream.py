@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from asap_ros.runtime.scheduling import run_realtime
 from asap_ros.sim.config import MocapConfig
 from asap_ros.sim.rotations import perturb_quat
 
@@ -26,7 +27,10 @@ PoseSource = Callable[[], tuple[np.ndarray, np.ndarray]]
 
 
 class MocapStream:
-    def __init__(self, config: MocapConfig, domain: int, pose_source: PoseSource, rng: np.random.Generator):
+    def __init__(self, config: MocapConfig, domain: int, pose_source: PoseSource, rng: np.random.Generator,
+                 realtime_priority: int = 0):
+        """``realtime_priority`` > 0: the stream's thread under SCHED_FIFO (it takes the GIL the
+        physics thread needs: below the physics, never preempted by ordinary work while it holds it)."""
         import rclpy
         from geometry_msgs.msg import PoseStamped
         from rclpy.signals import SignalHandlerOptions
@@ -37,6 +41,8 @@ class MocapStream:
         self._rng = rng
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._priority = realtime_priority
+        self.scheduling_note: str | None = None
         self._pose_type = PoseStamped
         self._context: Any = rclpy.Context()
         rclpy.init(context=self._context, domain_id=domain, signal_handler_options=SignalHandlerOptions.NO)
@@ -68,6 +74,7 @@ class MocapStream:
         return {"captured": self.captured, "published": self.published, "dropped": self.dropped}
 
     def _run(self) -> None:
+        self.scheduling_note = run_realtime(self._priority)
         period_ns = int(round(1e9 / self.config.rate_hz))
         latency_ns = int(round(self.config.latency_ms * 1e6))
         pending: collections.deque[tuple[int, Any]] = collections.deque()

@@ -92,8 +92,8 @@ class Simulator:
         assets_dir: str | Path | None = None,
         realtime_priority: int = 0,
     ):
-        """``realtime_priority`` > 0: the physics thread and the rt/lowcmd reader under SCHED_FIFO
-        (``scheduling_note`` says why not, when refused)."""
+        """``realtime_priority`` > 0: the physics thread and the rt/lowcmd reader under SCHED_FIFO,
+        the mocap stream's thread one below (``scheduling_note`` says why not, when refused)."""
         self.config = config
         self.domain = domain
         self.interface = interface
@@ -112,7 +112,9 @@ class Simulator:
         self.lowstate = LowStateEncoder(config.mode_machine, self.profile.sensor_noise, seeds[1])
         self.mocap = None
         if config.mocap.rate_hz > 0:
-            self.mocap = MocapStream(config.mocap, domain, self._newest_pose, seeds[2])
+            # one below the physics thread, as the deploy node's other Python threads sit below its loop
+            self.mocap = MocapStream(config.mocap, domain, self._newest_pose, seeds[2],
+                                     realtime_priority=max(realtime_priority - 1, 0))
         self._viewer_wanted = viewer
         self._priority = realtime_priority
         self.scheduling_note: str | None = None

@@ -49,7 +49,8 @@ def test_every_thread_on_the_control_path_runs_at_its_priority(system):
     """SCHED_FIFO as robot.launch.py asks (TEST_DEPLOY_PARAMS / TEST_SUPERVISOR_PARAMS): the control
     thread at 80, Cyclone's receive threads one above, the node's other Python threads (executor,
     sinks) one below, so none is preempted by ordinary work while it holds the GIL the control
-    thread waits for; the supervisor's watchdog at 85, its other threads at 84."""
+    thread waits for; the supervisor's watchdog at 85, its other threads at 84; the simulator's
+    physics at 90 and its mocap stream's thread, which takes the same GIL, at 89."""
     if not fifo_permitted():
         pytest.skip("SCHED_FIFO is not permitted here: the nodes run at normal priority (and say so)")
     fifo = os.SCHED_FIFO
@@ -63,6 +64,9 @@ def test_every_thread_on_the_control_path_runs_at_its_priority(system):
     assert supervisor["recv"] == {(fifo, 85)}, supervisor
     assert supervisor["MainThread"] == {(fifo, 84)}, supervisor
     assert supervisor["asap-robot"] == {(fifo, 84)}, supervisor
+    sim = thread_scheduling(system.sim.process.pid)  # the robot's board: above the loop
+    assert sim["asap-sim-physic"] == {(fifo, 90)}, sim  # the kernel keeps 15 bytes of a name
+    assert sim["asap-sim-mocap"] == {(fifo, 89)}, sim
 
 
 def test_each_step_record_carries_the_newest_mocap_stamp(system):

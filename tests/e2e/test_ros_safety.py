@@ -146,10 +146,19 @@ def test_an_estop_is_held_through_a_supervisor_restart(system):
     system.stand()
 
 
+def forward_path(system) -> str:
+    """The newest ``e-stop forward path`` line of the newest supervisor log ("" before one)."""
+    logs = sorted(system.logs.glob("supervisor*.log"), key=lambda f: f.stat().st_mtime)
+    lines = [line for line in logs[-1].read_text().splitlines() if "e-stop forward path" in line] if logs else []
+    return lines[-1] if lines else ""
+
+
 def test_an_estop_a_stopped_deploy_node_has_not_heard_is_not_released(system):
     """An e-stop forwarded to a stopped deploy node is held by the supervisor until the node has
     answered it, so DDS cannot deliver it after the operator's reset; once the node's process is
     gone it no longer blocks (a restarted node is handed back as usual)."""
+    # the supervisor (restarted by an earlier test) must have discovered the service to forward to
+    assert system.ros.spin_until(lambda: "forward path up" in forward_path(system), 10.0), forward_path(system)
     os.kill(system.deploy.pid, signal.SIGSTOP)
     try:
         ok, message = system.ros.trigger("/asap_supervisor/estop")
