@@ -553,3 +553,13 @@ def track_or_recover(system: System, faults: list[str], trials: int) -> bool:
             raise SystemExit(f"too many faults: {faults[-3:]}") from None
         system.reset_and_stand()
         return False
+
+
+def thread_scheduling(pid: int) -> dict[str, set[tuple[int, int]]]:
+    """Each thread name of a process -> the (policy, priority) pairs its threads run at."""
+    threads: dict[str, set[tuple[int, int]]] = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/comm") as comm:
+            name = comm.read().strip()
+        threads.setdefault(name, set()).add((os.sched_getscheduler(int(task)), os.sched_getparam(int(task)).sched_priority))
+    return threads

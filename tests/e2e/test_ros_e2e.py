@@ -13,15 +13,12 @@ import time
 import pytest
 
 from asap_ros.runtime.scheduling import fifo_permitted
-from asap_ros.testing.ros_system import ROOT, System, distribution_ms, node_process, started_system
-
-MOCAP_RATE_HZ = 100.0
+from asap_ros.testing.ros_system import ROOT, System, distribution_ms, node_process, started_system, thread_scheduling
 
 
 @pytest.fixture(scope="module")
 def system(dds_domain, tmp_path_factory):
-    # motion capture on, at a Vicon's 100 Hz, as in a data-collection session
-    yield from started_system(dds_domain, tmp_path_factory.mktemp("e2e_logs"), mocap_rate_hz=MOCAP_RATE_HZ)
+    yield from started_system(dds_domain, tmp_path_factory.mktemp("e2e_logs"))
 
 
 @pytest.fixture(autouse=True)
@@ -35,22 +32,12 @@ def deploy_writer(system: System, since_ns: int) -> int:
     return sample.writer
 
 
-def thread_scheduling(pid: int) -> dict[str, set[tuple[int, int]]]:
-    """Each thread name of a process -> the (policy, priority) pairs its threads run at."""
-    threads: dict[str, set[tuple[int, int]]] = {}
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/comm") as comm:
-            name = comm.read().strip()
-        threads.setdefault(name, set()).add((os.sched_getscheduler(int(task)), os.sched_getparam(int(task)).sched_priority))
-    return threads
-
-
 def test_every_thread_on_the_control_path_runs_at_its_priority(system):
     """SCHED_FIFO as robot.launch.py asks (TEST_DEPLOY_PARAMS / TEST_SUPERVISOR_PARAMS): the control
     thread at 80, Cyclone's receive threads one above, the node's other Python threads (executor,
     sinks) one below, so none is preempted by ordinary work while it holds the GIL the control
     thread waits for; the supervisor's watchdog at 85, its other threads at 84; the simulator's
-    physics at 90 and its mocap stream's thread, which takes the same GIL, at 89."""
+    physics at 90."""
     if not fifo_permitted():
         pytest.skip("SCHED_FIFO is not permitted here: the nodes run at normal priority (and say so)")
     fifo = os.SCHED_FIFO
@@ -66,30 +53,6 @@ def test_every_thread_on_the_control_path_runs_at_its_priority(system):
     assert supervisor["asap-robot"] == {(fifo, 84)}, supervisor
     sim = thread_scheduling(system.sim.process.pid)  # the robot's board: above the loop
     assert sim["asap-sim-physic"] == {(fifo, 90)}, sim  # the kernel keeps 15 bytes of a name
-    assert sim["asap-sim-mocap"] == {(fifo, 89)}, sim
-
-
-def test_each_step_record_carries_the_newest_mocap_stamp(system):
-    """The deploy node reads mocap/pose on DDS after each write (no rclpy callback per pose): every
-    step on rt/asap/policy_step carries the newest pose's header stamp, a new one nearly every step."""
-    from asap_ros.runtime.dds import RawReader
-    from asap_ros.runtime.step_topics import POLICY_STEP_TOPIC, PolicyStep_
-
-    steps: list = []
-    reader = RawReader(POLICY_STEP_TOPIC, PolicyStep_, lambda payload, *_: steps.append(PolicyStep_.deserialize(payload)),
-                       depth=256)
-    try:
-        end = time.monotonic() + 10.0
-        while len(steps) < 50 and time.monotonic() < end:
-            time.sleep(0.05)
-    finally:
-        reader.close()
-    steps = steps[:50]
-    assert len(steps) == 50, f"{len(steps)} policy steps in 10 s"
-    assert all(s.mocap_stamp_ns > 0 for s in steps), [s.mocap_stamp_ns for s in steps]
-    ages_ms = [(s.stamp_ns - s.mocap_stamp_ns) / 1e6 for s in steps]
-    assert all(0.0 < age < 500.0 for age in ages_ms), ages_ms  # the simulated Vicon's 5 ms latency, at least
-    assert len({s.mocap_stamp_ns for s in steps}) >= 25, ages_ms  # 100 Hz poses: a new one (nearly) every step
 
 
 def test_estop_service_while_tracking_sends_damping_at_once(system):
