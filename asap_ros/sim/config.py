@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from asap_ros.core.errors import ConfigError
 
 DEFAULT_FILE = "sim.yaml"
 MIN_PHYSICS_RATE_HZ = 200.0
+_ROS_TOPIC = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+"""A ROS 2 topic name without substitutions: tokens of ``[A-Za-z0-9_]``, none starting with a digit."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,8 @@ class BandConfig:
 
 @dataclass(frozen=True)
 class MocapConfig:
-    """Simulated motion capture of the pelvis (``rate_hz`` 0: off, rclpy not needed)."""
+    """Simulated motion capture of the pelvis (``rate_hz`` 0: off); ``topic`` a ROS 2 name,
+    relative ones in the root namespace."""
 
     rate_hz: float = 200.0
     latency_ms: float = 5.0
@@ -114,6 +118,10 @@ def check_sim_config(config: SimConfig) -> None:
     ):
         if not low <= value <= high:
             raise ConfigError(config.source, key, f"must be in [{low:g}, {high:g}]", value)
+    if not _ROS_TOPIC.fullmatch(mocap.topic):
+        raise ConfigError(config.source, "mocap.topic",
+                          "must be a ROS 2 topic name: '/'-separated tokens of letters, digits and '_', "
+                          "none starting with a digit", mocap.topic)
 
 
 def _band(cfg: ConfigReader) -> BandConfig:

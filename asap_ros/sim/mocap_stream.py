@@ -1,11 +1,12 @@
-"""Simulated motion capture: the pelvis pose as ``geometry_msgs/msg/PoseStamped`` via rclpy.
+"""Simulated motion capture: the pelvis pose as ``geometry_msgs/msg/PoseStamped`` on DDS.
 
 Captures at ``rate_hz`` on its own thread from the newest physics pose, adds position and
 orientation noise, loses samples with probability ``dropout`` and publishes each one
-``latency_ms`` after capture with the header stamp = capture time (system clock). The
-publisher is created with the stream, before :meth:`MocapStream.start`, so subscribers can be
-discovered before the first pose; rclpy is imported only when a stream is created, so the
-simulator runs without it when mocap is off.
+``latency_ms`` after capture with the header stamp = capture time (system clock). The pose goes
+out through the simulator's Cyclone DDS participant on the ROS 2 topic's DDS name
+(``mocap/pose`` -> ``rt/mocap/pose``), where rclpy subscriptions and the deploy node's reader
+find it as they find a Vicon bridge's. No rclpy in the simulator: its publish holds the GIL
+the physics thread needs, for up to 340 ms at a time under Jazzy's rclpy 7.1.6 (Fast DDS).
 """
 
 from __future__ import annotations
@@ -14,10 +15,17 @@ import collections
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from cyclonedds.core import Policy
+from cyclonedds.qos import Qos
+from cyclonedds.util import duration
+from unitree_sdk2py.idl.builtin_interfaces.msg.dds_ import Time_
+from unitree_sdk2py.idl.geometry_msgs.msg.dds_ import Point_, Pose_, PoseStamped_, Quaternion_
+from unitree_sdk2py.idl.std_msgs.msg.dds_ import Header_
 
+from asap_ros.runtime.dds import RawWriter
+from asap_ros.runtime.mocap import dds_topic
 from asap_ros.runtime.scheduling import run_realtime
 from asap_ros.sim.config import MocapConfig
 from asap_ros.sim.rotations import perturb_quat
@@ -25,59 +33,78 @@ from asap_ros.sim.rotations import perturb_quat
 PoseSource = Callable[[], tuple[np.ndarray, np.ndarray]]
 """Returns the newest true pelvis ``(position, quaternion wxyz)``."""
 
+HISTORY_DEPTH = 10
+"""Poses the writer keeps for a reliable reader's repair: rclpy's default depth."""
+
+
+def mocap_dds_topic(topic: str) -> str:
+    """The DDS topic of ``topic``, a ROS 2 name relative to the root namespace or absolute."""
+    return dds_topic(topic if topic.startswith("/") else "/" + topic)
+
+
+def pose_cdr(stamp_ns: int, frame_id: str, position: np.ndarray, quat_wxyz: np.ndarray) -> bytes:
+    """One ``geometry_msgs/msg/PoseStamped`` serialised as XCDR1 (with its encapsulation header)."""
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    point = Point_(*(float(v) for v in position))
+    return PoseStamped_(Header_(Time_(sec, nanosec), frame_id), Pose_(point, Quaternion_(x, y, z, w))).serialize()
+
 
 class MocapStream:
-    def __init__(self, config: MocapConfig, domain: int, pose_source: PoseSource, rng: np.random.Generator,
+    """The simulated Vicon: :meth:`open` (after :func:`~asap_ros.runtime.dds.init_channels`)
+    creates the writer, so subscriptions can be matched before :meth:`start` sends the first pose."""
+
+    def __init__(self, config: MocapConfig, pose_source: PoseSource, rng: np.random.Generator,
                  realtime_priority: int = 0):
         """``realtime_priority`` > 0: the stream's thread under SCHED_FIFO (it takes the GIL the
         physics thread needs: below the physics, never preempted by ordinary work while it holds it)."""
-        import rclpy
-        from geometry_msgs.msg import PoseStamped
-        from rclpy.signals import SignalHandlerOptions
-
         self.config = config
-        self.domain = domain
+        self.topic = mocap_dds_topic(config.topic)
         self._pose_source = pose_source
         self._rng = rng
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._priority = realtime_priority
         self.scheduling_note: str | None = None
-        self._pose_type = PoseStamped
-        self._context: Any = rclpy.Context()
-        rclpy.init(context=self._context, domain_id=domain, signal_handler_options=SignalHandlerOptions.NO)
-        self._node: Any = rclpy.create_node("asap_sim_mocap", context=self._context)
-        self._publisher = self._node.create_publisher(PoseStamped, config.topic, 10)
+        self._writer: RawWriter | None = None
         self.captured = 0
         self.published = 0
         self.dropped = 0
 
+    def open(self) -> None:
+        """Create the pose writer, idempotent: reliable, keeping the last :data:`HISTORY_DEPTH`
+        poses (a keep-last writer drops older unacknowledged ones rather than block a write)."""
+        if self._writer is None:
+            qos = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)), Policy.History.KeepLast(HISTORY_DEPTH))
+            self._writer = RawWriter(self.topic, PoseStamped_, qos=qos)
+
     def start(self) -> None:
+        self.open()
         self._thread = threading.Thread(target=self._run, name="asap-sim-mocap", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop publishing and remove the node (idempotent; also for a stream never started)."""
+        """Stop publishing and close the writer (idempotent; also for a stream never started)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2.0)
-        if self._node is not None:
-            self._node.destroy_node()
-            self._context.try_shutdown()
-            self._node = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
 
     def subscribers(self) -> int:
-        """Subscriptions matched with the pose publisher now."""
-        return self._publisher.get_subscription_count()
+        """Subscriptions matched with the pose writer now (0 before :meth:`open`)."""
+        return self._writer.matched() if self._writer is not None else 0
 
     def stats(self) -> dict[str, int]:
         return {"captured": self.captured, "published": self.published, "dropped": self.dropped}
 
     def _run(self) -> None:
+        assert self._writer is not None
         self.scheduling_note = run_realtime(self._priority)
         period_ns = int(round(1e9 / self.config.rate_hz))
         latency_ns = int(round(self.config.latency_ms * 1e6))
-        pending: collections.deque[tuple[int, Any]] = collections.deque()
+        pending: collections.deque[tuple[int, bytes]] = collections.deque()
         next_capture = time.monotonic_ns()
         while not self._stop.is_set():
             now = time.monotonic_ns()
@@ -87,7 +114,7 @@ class MocapStream:
                 if now - next_capture > period_ns:  # fell behind: keep the grid, skip missed frames
                     next_capture += (now - next_capture) // period_ns * period_ns
             while pending and pending[0][0] <= now:
-                self._publisher.publish(pending.popleft()[1])
+                self._writer.write(pending.popleft()[1])
                 self.published += 1
             wake = min(next_capture, pending[0][0]) if pending else next_capture
             self._stop.wait(max(0.0, (wake - time.monotonic_ns()) / 1e9))
@@ -103,10 +130,4 @@ class MocapStream:
         if self.config.position_noise_m:
             position = position + self._rng.normal(0.0, self.config.position_noise_m, 3)
         quat = perturb_quat(quat, self.config.orientation_noise_rad, self._rng)
-        msg = self._pose_type()
-        msg.header.frame_id = self.config.frame_id
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-        p, o = msg.pose.position, msg.pose.orientation
-        p.x, p.y, p.z = (float(v) for v in position)
-        o.w, o.x, o.y, o.z = (float(v) for v in quat)
-        pending.append((publish_at_ns, msg))
+        pending.append((publish_at_ns, pose_cdr(stamp_ns, self.config.frame_id, position, quat)))

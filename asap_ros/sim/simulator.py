@@ -2,7 +2,7 @@
 
 Topics: ``rt/lowstate`` out (raw XCDR1 LowState_ with CRC), ``rt/lowcmd`` in (raw, checked by
 :class:`~asap_ros.sim.bridge.LowCmdIntake`), ``rt/asap_sim/ground_truth`` out (one per
-LowState), ``rt/asap_sim/control`` in; optionally ``mocap/pose`` (ROS 2, rclpy).
+LowState), ``rt/asap_sim/control`` in; optionally ``rt/mocap/pose`` (ROS 2's ``mocap/pose``).
 
 In-process use::
 
@@ -113,7 +113,7 @@ class Simulator:
         self.mocap = None
         if config.mocap.rate_hz > 0:
             # one below the physics thread, as the deploy node's other Python threads sit below its loop
-            self.mocap = MocapStream(config.mocap, domain, self._newest_pose, seeds[2],
+            self.mocap = MocapStream(config.mocap, self._newest_pose, seeds[2],
                                      realtime_priority=max(realtime_priority - 1, 0))
         self._viewer_wanted = viewer
         self._priority = realtime_priority
@@ -158,6 +158,8 @@ class Simulator:
         self._gt_writer = DataWriter(dp, Topic(dp, GROUND_TRUTH_TOPIC, GroundTruth_))
         self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self.intake.on_payload, realtime_priority=self._priority)
         self._control_reader = RawReader(CONTROL_TOPIC, SimControl_, self._on_control, qos=CONTROL_QOS)
+        if self.mocap is not None:
+            self.mocap.open()
         if lowstate_readers or mocap_readers:
             self._wait_for_readers(lowstate_readers, mocap_readers, wait_s)
         if self.mocap is not None:

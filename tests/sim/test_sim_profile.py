@@ -167,6 +167,9 @@ def test_sensor_noise_reaches_lowstate_only_as_configured():
         ("band: {stifness: 10}", "band.stifness"),
         ("band: {point_m: [0, 0]}", "band.point_m"),
         ("mocap: {dropout: 2}", "mocap.dropout"),
+        ("mocap: {topic: 'mocap/2pose'}", "mocap.topic"),
+        ("mocap: {topic: 'mocap//pose'}", "mocap.topic"),
+        ("mocap: {topic: 'mocap pose'}", "mocap.topic"),
     ],
 )
 def test_bad_sim_config_names_file_and_key(tmp_path, text, key):
