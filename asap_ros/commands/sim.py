@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from asap_ros.runtime.scheduling import fifo_permitted
+from asap_ros.runtime.scheduling import GIL_SWITCH_INTERVAL_S, fifo_permitted
 from asap_ros.sim.process import dying_with_this_process, read_stats, sim_command, stop_gracefully
 
 if TYPE_CHECKING:
@@ -39,8 +39,6 @@ control thread: in the place of the robot's own board, out of reach of the compu
 RECORDER_MODULE = "asap_ros.ros.recorder_node"
 RECORDER_READY_S = 3.0
 """Time given to asap_recorder to subscribe before the robot stands up."""
-GIL_SWITCH_INTERVAL_S = 0.0001
-"""The control thread waits at most this long for the GIL held by a DDS thread (CPython: 5 ms)."""
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,10 +193,10 @@ class RealTimeRun:
     def _start(self) -> None:
         from asap_ros.runtime import dds
         from asap_ros.runtime.fault_injection import FaultInjection
-        from asap_ros.runtime.mocap import dds_topic
         from asap_ros.runtime.wiring import DdsControl
         from asap_ros.sim.config import MocapConfig
         from asap_ros.sim.control import SimControlClient
+        from asap_ros.sim.mocap_stream import mocap_dds_topic
 
         args, recording = self.args, self.args.record is not None
         domain = dds.process_domain()
@@ -211,7 +209,7 @@ class RealTimeRun:
         control = DdsControl(self.setup.controller, domain, "lo", publish_steps=recording,
                              realtime_priority=self.rt_priority, fault_injection=FaultInjection.from_env(),
                              receive_priority=self.rt_priority + 1 if self.rt_priority else 0,
-                             mocap_topic=dds_topic("/" + MocapConfig().topic) if recording else None)
+                             mocap_topic=mocap_dds_topic(MocapConfig().topic) if recording else None)
         self._closers.append(control)
         self.loop = control.loop
         self.ground_truth = GroundTruthBuffer()  # after init_channels: its reader is on this run's domain

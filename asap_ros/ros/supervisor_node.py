@@ -43,14 +43,12 @@ from asap_ros.g1.layout import LOWCMD_TOPIC, LOWCMD_WIRE, LOWSTATE_TOPIC, LOWSTA
 from asap_ros.ros.node_main import EXIT_OK, NodeBehaviour, run_node
 from asap_ros.ros.parameters import NodeParams
 from asap_ros.runtime.arbitration import decode_beat, decode_grant, encode_grant, host_id, new_session
-from asap_ros.runtime.scheduling import name_os_thread, run_realtime
+from asap_ros.runtime.scheduling import GIL_SWITCH_INTERVAL_S, name_os_thread, run_realtime
 
 __all__ = ["NODE_NAME", "SupervisorNode", "main"]
 
 NODE_NAME = "asap_supervisor"
 TAKEOVER = "TAKEOVER"
-SWITCH_INTERVAL_S = 0.0001
-"""sys.setswitchinterval: a Python thread holding the GIL yields it to the watchdog within 0.1 ms."""
 
 
 def lowcmd_is_damping(record: Any) -> bool:
@@ -86,7 +84,7 @@ class SupervisorNode(NodeBehaviour):
         problem = timing_problem(p["takeover_after_ms"], p["lease_ms"])
         if problem is not None:
             raise ConfigError(p.source, problem[0], problem[1], p["lease_ms"])
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # the watchdog waits at most that for the GIL
         self._combo = ComboDetector(parse_combo(p["estop_combo"], p.source, "estop_combo"))
         self._combo_name = f"wireless remote {'+'.join(sorted(self._combo.combo))}"
         self._damping = damping_command(load_controller_config(p["controller_config"] or None).damping_kd)

@@ -8,6 +8,9 @@ import os
 import threading
 
 _PR_SET_NAME = 15
+GIL_SWITCH_INTERVAL_S = 0.0001
+"""``sys.setswitchinterval`` of a process with a real-time thread: a thread holding the GIL that
+thread needs releases it within 0.1 ms (CPython's default is 5 ms)."""
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 

@@ -15,12 +15,10 @@ import threading
 from pathlib import Path
 
 from asap_ros.core.errors import AsapError
+from asap_ros.runtime.scheduling import GIL_SWITCH_INTERVAL_S
 from asap_ros.sim.config import SimConfig, check_sim_config, load_sim_config
 
 READERS_WAIT_S = 30.0
-SWITCH_INTERVAL_S = 0.0001
-"""sys.setswitchinterval under --realtime-priority: a thread holding the GIL (the mocap stream's)
-yields it to the physics thread within 0.1 ms (Python's default is 5 ms)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=float, help="physics rate, Hz (>= 200); LowState at the same rate")
     parser.add_argument("--lowstate-rate", type=float, help="rt/lowstate rate, Hz (must divide the physics rate)")
     parser.add_argument("--mode-machine", type=int, help="mode_machine the robot reports (5 or 6 on real G1s)")
-    parser.add_argument("--mocap-rate", type=float, help="motion-capture rate, Hz (0: off, no rclpy)")
+    parser.add_argument("--mocap-rate", type=float, help="motion-capture rate, Hz (0: off)")
     parser.add_argument("--mocap-latency-ms", type=float, help="motion-capture latency, ms")
     parser.add_argument("--mocap-noise", type=float, help="motion-capture position noise std dev, m")
     parser.add_argument("--mocap-dropout", type=float, help="probability a motion-capture frame is lost")
@@ -93,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.realtime_priority <= 99:
         parser.error(f"--realtime-priority must be 0..99, got {args.realtime_priority}")
     if args.realtime_priority:
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # the mocap stream and DDS readers yield to the physics
     try:
         from asap_ros.sim.simulator import Simulator
 
