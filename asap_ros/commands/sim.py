@@ -193,10 +193,10 @@ class RealTimeRun:
     def _start(self) -> None:
         from asap_ros.runtime import dds
         from asap_ros.runtime.fault_injection import FaultInjection
+        from asap_ros.runtime.mocap import root_dds_topic
         from asap_ros.runtime.wiring import DdsControl
         from asap_ros.sim.config import MocapConfig
         from asap_ros.sim.control import SimControlClient
-        from asap_ros.sim.mocap_stream import mocap_dds_topic
 
         args, recording = self.args, self.args.record is not None
         domain = dds.process_domain()
@@ -209,7 +209,7 @@ class RealTimeRun:
         control = DdsControl(self.setup.controller, domain, "lo", publish_steps=recording,
                              realtime_priority=self.rt_priority, fault_injection=FaultInjection.from_env(),
                              receive_priority=self.rt_priority + 1 if self.rt_priority else 0,
-                             mocap_topic=mocap_dds_topic(MocapConfig().topic) if recording else None)
+                             mocap_topic=root_dds_topic(MocapConfig().topic) if recording else None)
         self._closers.append(control)
         self.loop = control.loop
         self.ground_truth = GroundTruthBuffer()  # after init_channels: its reader is on this run's domain

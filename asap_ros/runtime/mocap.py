@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["MocapStamps", "dds_topic", "header_stamp_ns"]
+__all__ = ["MocapStamps", "dds_topic", "header_stamp_ns", "root_dds_topic"]
 
 _CDR_LE, _CDR_BE = b"\x00\x01", b"\x00\x00"
 """Encapsulation identifiers of plain CDR, little and big endian."""
@@ -21,6 +21,12 @@ def dds_topic(ros_topic: str) -> str:
     if not ros_topic.startswith("/"):
         raise ValueError(f"ROS topic {ros_topic!r} is not fully resolved (no leading '/')")
     return "rt" + ros_topic
+
+
+def root_dds_topic(ros_topic: str) -> str:
+    """The DDS topic of a ROS 2 topic name in the root namespace, relative or absolute
+    (``mocap/pose`` and ``/mocap/pose`` -> ``rt/mocap/pose``)."""
+    return dds_topic(ros_topic if ros_topic.startswith("/") else "/" + ros_topic)
 
 
 def header_stamp_ns(payload: bytes) -> int:

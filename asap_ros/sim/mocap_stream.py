@@ -25,7 +25,7 @@ from unitree_sdk2py.idl.geometry_msgs.msg.dds_ import Point_, Pose_, PoseStamped
 from unitree_sdk2py.idl.std_msgs.msg.dds_ import Header_
 
 from asap_ros.runtime.dds import RawWriter
-from asap_ros.runtime.mocap import dds_topic
+from asap_ros.runtime.mocap import root_dds_topic
 from asap_ros.runtime.scheduling import run_realtime
 from asap_ros.sim.config import MocapConfig
 from asap_ros.sim.rotations import perturb_quat
@@ -35,11 +35,6 @@ PoseSource = Callable[[], tuple[np.ndarray, np.ndarray]]
 
 HISTORY_DEPTH = 10
 """Poses the writer keeps for a reliable reader's repair: rclpy's default depth."""
-
-
-def mocap_dds_topic(topic: str) -> str:
-    """The DDS topic of ``topic``, a ROS 2 name relative to the root namespace or absolute."""
-    return dds_topic(topic if topic.startswith("/") else "/" + topic)
 
 
 def pose_cdr(stamp_ns: int, frame_id: str, position: np.ndarray, quat_wxyz: np.ndarray) -> bytes:
@@ -59,7 +54,7 @@ class MocapStream:
         """``realtime_priority`` > 0: the stream's thread under SCHED_FIFO (it takes the GIL the
         physics thread needs: below the physics, never preempted by ordinary work while it holds it)."""
         self.config = config
-        self.topic = mocap_dds_topic(config.topic)
+        self.topic = root_dds_topic(config.topic)
         self._pose_source = pose_source
         self._rng = rng
         self._stop = threading.Event()

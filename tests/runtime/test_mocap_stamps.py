@@ -7,7 +7,7 @@ from unitree_sdk2py.idl.builtin_interfaces.msg.dds_ import Time_
 from unitree_sdk2py.idl.geometry_msgs.msg.dds_ import Point_, Pose_, PoseStamped_, Quaternion_
 from unitree_sdk2py.idl.std_msgs.msg.dds_ import Header_
 
-from asap_ros.runtime.mocap import dds_topic, header_stamp_ns
+from asap_ros.runtime.mocap import dds_topic, header_stamp_ns, root_dds_topic
 
 
 def pose_bytes(sec: int, nanosec: int, frame: str = "world") -> bytes:
@@ -37,3 +37,8 @@ def test_ros_topics_map_to_rt_topics_once_resolved() -> None:
     assert dds_topic("/lab/vicon/pose") == "rt/lab/vicon/pose"
     with pytest.raises(ValueError, match="not fully resolved"):
         dds_topic("mocap/pose")
+
+
+@pytest.mark.parametrize("topic, expected", [("mocap/pose", "rt/mocap/pose"), ("/vicon/g1/pose", "rt/vicon/g1/pose")])
+def test_a_root_namespace_topic_maps_relative_or_absolute(topic: str, expected: str) -> None:
+    assert root_dds_topic(topic) == expected

@@ -1,13 +1,12 @@
-"""The simulated Vicon's wire format and topic naming (no DDS: the e2e tier runs the stream)."""
+"""The simulated Vicon's wire format (no DDS: the e2e tier runs the stream)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from unitree_sdk2py.idl.geometry_msgs.msg.dds_ import PoseStamped_
 
 from asap_ros.runtime.mocap import header_stamp_ns
-from asap_ros.sim.mocap_stream import mocap_dds_topic, pose_cdr
+from asap_ros.sim.mocap_stream import pose_cdr
 
 
 def test_pose_cdr_is_a_pose_stamped_with_the_capture_stamp():
@@ -22,7 +21,3 @@ def test_pose_cdr_is_a_pose_stamped_with_the_capture_stamp():
     assert (p.x, p.y, p.z) == (1.0, -2.0, 0.75)
     assert (o.w, o.x, o.y, o.z) == (0.9, 0.1, -0.2, 0.3)  # ROS order x, y, z, w on the wire; wxyz in
 
-
-@pytest.mark.parametrize("topic, expected", [("mocap/pose", "rt/mocap/pose"), ("/vicon/g1/pose", "rt/vicon/g1/pose")])
-def test_mocap_topic_is_the_ros_name_in_the_root_namespace(topic, expected):
-    assert mocap_dds_topic(topic) == expected
