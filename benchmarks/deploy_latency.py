@@ -21,8 +21,9 @@ node's other threads, this reader) on the other CPUs, as on a robot computer wit
 for control.
 
 Beside the motions a floor probe (:mod:`asap_ros.bench.floor_probe`) sleeps to 20 ms deadlines
-at the control thread's priority (SCHED_FIFO 80; on ``--control-cpu`` too): the loop's late steps
-are printed beside the probe's late wake-ups of the same interval.
+at the control thread's priority (SCHED_FIFO 80; on ``--control-cpu`` too), and a step probe runs
+the same kick_level1 step to its own 20 ms deadlines, alone in its process: the loop's late steps
+are printed beside the probes' of the same interval.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 from record_session import (  # the sibling benchmark (benchmarks/ is the script's path)
+    STEP_PROBE_POLICY,
     cpu_seconds,
     deploy_loop_stats,
     late_causes_line,
@@ -103,6 +105,7 @@ def main() -> None:
     system = System(args.domain, logs, deploy_params=deploy_params)
     steps = PolicyStepReader()
     probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], cpu=args.control_cpu)
+    step_probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], cpu=args.control_cpu, step_policy=STEP_PROBE_POLICY)
     recorder = None
     view: contextlib.ExitStack = contextlib.ExitStack()
     view_cpu_s = None
@@ -115,7 +118,7 @@ def main() -> None:
         system.start()
         if args.view:
             view_cpu_s = -cpu_seconds(view_process.process.pid)
-        with probe:
+        with probe, step_probe:
             first_step = len(steps.rows)
             for _ in range(args.motions):
                 system.track()
@@ -147,7 +150,7 @@ def main() -> None:
         p50, p90, p99, pmax = np.percentile(values, [50, 90, 99, 100])
         print(f"{name}: p50 {p50:.0f} us  p90 {p90:.0f} us  p99 {p99:.0f} us  max {pmax:.0f} us")
     print(f"deadline misses (late steps, > 5 ms past the deadline): {misses}  (logs: {logs})")
-    print(beside_the_floor([r[1] for r in rows[first_step:last_step]], probe.lateness))
+    print(beside_the_floor([r[1] for r in rows[first_step:last_step]], probe.lateness, step_probe.lateness))
     print(simulator_line(system.sim.stats()))
     print(late_causes_line(deploy_loop_stats(logs / "deploy1.log")))
 

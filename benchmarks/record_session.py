@@ -11,7 +11,9 @@ process (the bring-up of :mod:`asap_ros.testing.ros_system`), and ``asap_recorde
 - the UDP datagrams the kernel dropped on the recorder's sockets (receive buffer full);
 - the recorder's CPU share (user+system time / wall time of its process) and peak memory;
 - control step latency p50/p99/max and deadline misses, from every policy step in the bag
-  and the simulator's own LowState publish gaps (a stalled state stream makes steps late);
+  and the simulator's own LowState publish gaps (a stalled state stream makes steps late),
+  beside the floor probe's and the step probe's misses in the same run
+  (:mod:`asap_ros.bench.floor_probe`);
 - the per-message cost of storing the DDS bytes unchanged against decoding and re-serialising.
 
     flock /tmp/asap-bench.lock .venv/bin/python benchmarks/record_session.py --duration 600
@@ -44,6 +46,8 @@ MOCAP_RATE_HZ = 200.0
 MOTION_TIMEOUT_S = 120.0
 LATE_AFTER_MS = 5.0
 """The deploy node's production deadline-miss threshold (config/deploy.yaml)."""
+STEP_PROBE_POLICY = "kick_level1"
+"""The step probe runs the motion the deploy node tracks (``default_motion`` of the test system)."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -216,15 +220,17 @@ def per_message_costs(samples: int = 2000) -> dict[str, float]:
     return {"raw_write_us": raw_us, "decode_reserialise_us": decode_us}
 
 
-def print_latency(steps: np.ndarray, sim: dict[str, Any], probe: Lateness | None = None) -> None:
+def print_latency(steps: np.ndarray, sim: dict[str, Any], probe: Lateness | None = None,
+                  step_probe: Lateness | None = None) -> None:
     """Step latency (LowCmd write - LowState arrival) over the recorded steps built from a
-    LowState, deadline misses beside the floor probe's, and the simulator's LowState publish gaps."""
+    LowState, deadline misses beside the floor and step probes', and the simulator's LowState
+    publish gaps."""
     latency_ms = steps[steps[:, 1] > 0, 1] / 1e6
     p50, p99, pmax = np.percentile(latency_ms, [50, 99, 100])
     print(f"control step latency over {len(latency_ms)} steps: p50 {p50:.2f} ms  p99 {p99:.2f} ms  max {pmax:.2f} ms; "
           f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {int(steps[:, 2].sum())}")
     if probe is not None:
-        print(beside_the_floor(steps[:, 2].astype(bool), probe))
+        print(beside_the_floor(steps[:, 2].astype(bool), probe, step_probe))
     print(simulator_line(sim))
 
 
@@ -252,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
               **dict(args.params)}
     recorder = node_process("recorder_node", args.domain, params, logs / "recorder.log")
     probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"])
+    step_probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], step_policy=STEP_PROBE_POLICY)
     try:
         system = System(args.domain, logs,
                         lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=args.mocap_rate,
@@ -262,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             system.start_supervisor()
             system.start_deploy()
             system.sim.start()
-            with probe:
+            with probe, step_probe:
                 runs, faults, ended_early = run_motions(system, args.duration)
         finally:
             system.close()  # supervisor, deploy (it logs its counts), then the simulator
@@ -311,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"UDP datagrams dropped on the recorder's sockets (receive buffer full): {drops}")
     print(f"every published message recorded: {'yes' if complete else 'NO'}")
     print(f"recorder CPU: {cpu / wall * 100:.1f} % of one core over {wall:.0f} s; peak RSS {rss:.0f} MB")
-    print_latency(steps, sim, probe.lateness)
+    print_latency(steps, sim, probe.lateness, step_probe.lateness)
     print(late_causes_line(deploy_loop_stats(logs / "deploy1.log")))
     costs = per_message_costs()
     print(f"per LowState: raw bytes into the bag {costs['raw_write_us']:.1f} µs; "

@@ -5,6 +5,13 @@ shares no GIL and does no work, so its lateness is what the kernel and the hyper
 thread at that priority. The control loop's lateness beyond it is the product's. It wakes the
 way the control loop does (a timed wait on a condition, GIL released) on the same period, and
 writes its wake-up lateness (ns) as JSON when it ends (``--duration``, SIGTERM or SIGINT).
+
+With ``--step-policy`` it is the *step probe*: after each wake-up it runs one real control step of
+that policy (:class:`~asap_ros.bench.tick.StepReplay`: decode, observation, ONNX actor, encode),
+alone in its process, and its lateness is the step's end past the deadline, as the control loop
+counts its own. Its misses beyond the floor's are what a step's own length exposes to this
+machine; the loop's beyond the step probe's are what the loop's process adds (its other threads,
+the GIL, DDS), the most a control loop in a process of its own could remove.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +34,11 @@ from asap_ros.runtime.scheduling import run_realtime
 
 __all__ = ["FloorProbe", "Lateness", "beside_the_floor", "lateness_summary", "main", "probe"]
 
+Work = Callable[[], object]
+"""What the step probe runs after each wake-up (its result is ignored)."""
+
+READY = "probing"
+"""The probe's first line on stdout: it is about to sleep to its first deadline."""
 LATE_AFTER_NS = 5_000_000
 """A wake-up this long past its deadline counts as a miss (the control loop's shipped ``late_after_ms``)."""
 
@@ -64,8 +77,9 @@ def lateness_summary(late_ns: np.ndarray | list[int], late_after_ns: int = LATE_
     return Lateness(len(late), int(missed.sum()), longest, float(p50), float(p99), float(pmax))
 
 
-def probe(period_ns: int, stop: threading.Event, priority: int = 0) -> list[int]:
-    """Sleep to absolute deadlines ``period_ns`` apart until ``stop``; the lateness of each wake-up."""
+def probe(period_ns: int, stop: threading.Event, priority: int = 0, work: Work | None = None) -> list[int]:
+    """Sleep to absolute deadlines ``period_ns`` apart until ``stop``; the lateness of each wake-up,
+    or with ``work`` (run once after each wake-up) the lateness of its end."""
     note = run_realtime(priority)
     if note:
         print(f"floor_probe: {note}", file=sys.stderr)
@@ -74,6 +88,8 @@ def probe(period_ns: int, stop: threading.Event, priority: int = 0) -> list[int]
     deadline = time.monotonic_ns() + period_ns
     while not stop.is_set():
         wake.wait(max(0.0, (deadline - time.monotonic_ns()) / 1e9))
+        if work is not None:
+            work()
         now = time.monotonic_ns()
         late.append(now - deadline)
         deadline += period_ns
@@ -82,25 +98,35 @@ def probe(period_ns: int, stop: threading.Event, priority: int = 0) -> list[int]
     return late
 
 
-def beside_the_floor(late_flags: np.ndarray | list[bool], probe: Lateness) -> str:
+def beside_the_floor(late_flags: np.ndarray | list[bool], probe: Lateness, step_probe: Lateness | None = None) -> str:
     """The control loop's late steps (one flag per step, in order) beside the probe's, and the ratio
-    of their shares (the acceptance: at most 1.5)."""
+    of their shares (the acceptance: at most 1.5); with ``step_probe`` also beside the step probe's."""
     flags = np.asarray(late_flags, dtype=bool)
     longest = run = 0
     for late in flags:
         run = run + 1 if late else 0
         longest = max(longest, run)
     share = flags.mean() if len(flags) else 0.0
-    ratio = f"{share / probe.share:.2f}x the probe's share" if probe.share else "the probe missed none"
-    return (f"control loop: {int(flags.sum())} of {len(flags)} steps late > {LATE_AFTER_NS / 1e6:g} ms "
-            f"({100 * share:.2f}%), longest run {longest}: {ratio}\n{probe.line('floor probe (same priority, same run)')}")
+    lines = [f"control loop: {int(flags.sum())} of {len(flags)} steps late > {LATE_AFTER_NS / 1e6:g} ms "
+             f"({100 * share:.2f}%), longest run {longest}: {_ratio(share, probe, 'probe')}",
+             probe.line("floor probe (same priority, same run)")]
+    if step_probe is not None:
+        lines[0] += f"; {_ratio(share, step_probe, 'step probe')}"
+        lines.append(step_probe.line("step probe (the same step alone in a process, same priority, same run)")
+                     + f": {_ratio(step_probe.share, probe, 'floor probe')}")
+    return "\n".join(lines)
+
+
+def _ratio(share: float, other: Lateness, name: str) -> str:
+    return f"{share / other.share:.2f}x the {name}'s share" if other.share else f"the {name} missed none"
 
 
 class FloorProbe:
     """The probe as a child process for the length of a ``with`` block (benchmarks): started before
     the loop it is compared with, stopped after it; :attr:`lateness` is its summary afterwards."""
 
-    def __init__(self, priority: int, period_ms: float = 20.0, cpu: int | None = None) -> None:
+    def __init__(self, priority: int, period_ms: float = 20.0, cpu: int | None = None,
+                 step_policy: str | None = None) -> None:
         import tempfile
 
         self._json = Path(tempfile.mkdtemp(prefix="floor_probe_")) / "probe.json"
@@ -108,12 +134,20 @@ class FloorProbe:
                          "--period-ms", str(period_ms), "--json", str(self._json)]
         if cpu is not None:
             self._command += ["--cpu", str(cpu)]
+        if step_policy is not None:
+            self._command += ["--step-policy", step_policy]
         self._process: subprocess.Popen | None = None
         self.late_ns: list[int] = []
         self.lateness: Lateness | None = None
 
     def __enter__(self) -> FloorProbe:
-        self._process = subprocess.Popen(self._command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        """Start the probe and return once it sleeps to its first deadline (a step probe has
+        loaded its policy by then)."""
+        self._process = subprocess.Popen(self._command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        if self._process.stdout.readline().strip() != READY:
+            _, err = self._process.communicate(timeout=30)
+            raise RuntimeError(f"floor probe failed to start (exit {self._process.returncode}): {err.strip()}")
         return self
 
     def __exit__(self, *_exc: object) -> None:
@@ -133,21 +167,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu", type=int, help="pin to this CPU")
     parser.add_argument("--duration", type=float, help="seconds (default: until SIGTERM/SIGINT)")
     parser.add_argument("--json", type=Path, required=True, help="write the lateness list (ns) here")
+    parser.add_argument("--step-policy", help="run one control step of this policy (spec name or file) per wake-up")
     args = parser.parse_args(argv)
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
+    work = None
+    if args.step_policy is not None:
+        from asap_ros.bench.tick import StepReplay
+        from asap_ros.core.errors import ConfigError
+
+        try:
+            work = StepReplay.load(args.step_policy)
+        except (ConfigError, OSError) as exc:
+            print(f"floor_probe: --step-policy {args.step_policy}: {exc}", file=sys.stderr)
+            return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     result: list[list[int]] = []
-    worker = threading.Thread(target=lambda: result.append(probe(int(args.period_ms * 1e6), stop, args.priority)),
+    period_ns = int(args.period_ms * 1e6)
+    worker = threading.Thread(target=lambda: result.append(probe(period_ns, stop, args.priority, work)),
                               name="floor-probe")
+    print(READY, flush=True)
     worker.start()
     stop.wait(args.duration)
     stop.set()
     worker.join()
-    args.json.write_text(json.dumps({"period_ms": args.period_ms, "priority": args.priority, "late_ns": result[0]}))
-    print(lateness_summary(result[0]).line("floor probe"))
+    args.json.write_text(json.dumps({"period_ms": args.period_ms, "priority": args.priority,
+                                     "step_policy": args.step_policy, "late_ns": result[0]}))
+    print(lateness_summary(result[0]).line("step probe" if work is not None else "floor probe"))
     return 0
 
 

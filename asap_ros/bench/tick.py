@@ -131,43 +131,65 @@ class TickBenchResult:
         return "\n".join(lines)
 
 
-def run_tick_bench(
-    runner: PolicyRunner, actor: TimedActor, samples: list[bytes], steps: int, warmup: int, period_s: float = 0.0
-) -> TickBenchResult:
-    """Run ``warmup + steps`` control steps on raw ``samples`` (indexed by the runner's tick),
-    one per ``period_s`` on absolute deadlines (0: back to back)."""
+class StepReplay:
+    """One control step per call on replayed raw samples, as the control loop runs it: decode
+    ``LowState_`` -> :meth:`PolicyRunner.step` -> encode ``LowCmd_``; the runner is reset whenever
+    its motion ends, as for a new run."""
+
+    def __init__(self, runner: PolicyRunner, actor: TimedActor, samples: list[bytes]) -> None:
+        self.runner, self.actor, self.samples = runner, actor, samples
+        self.encoder = LowCmdEncoder()
+        self.command = JointCommand(kp=runner.kp.copy(), kd=runner.kd.copy())
+        self.lowcmd: bytes | None = None
+        runner.reset()
+
+    @classmethod
+    def load(cls, policy: str, seed: int = 0) -> StepReplay:
+        """The policy (a spec name in ``policies/`` or a spec file) with its real actor and clip."""
+        robot = load_robot_model()
+        spec = load_policy_spec(policy_spec_path(policy), robot)
+        actor = TimedActor(OnnxActor(spec.actor_path, spec))
+        runner = PolicyRunner(spec, robot, actor)
+        return cls(runner, actor, motion_lowstates(runner, seed))
+
+    def __call__(self) -> tuple[tuple[int, int, int, int], bool]:
+        """One step: the duration of each of :data:`STAGES` (ns) and whether the state's CRC held."""
+        clock, runner = time.perf_counter_ns, self.runner
+        sample = self.samples[runner.tick]
+        t0 = clock()
+        state = decode_lowstate_cdr(sample, time.time_ns(), time.monotonic_ns())
+        t1 = clock()
+        out = runner.step(state)
+        t2 = clock()
+        self.command.q = out.q_target
+        self.lowcmd = self.encoder.encode_cdr(self.command, state.mode_machine)
+        t3 = clock()
+        if out.done:
+            runner.reset()
+        return (t1 - t0, t2 - t1 - self.actor.last_ns, self.actor.last_ns, t3 - t2), state.crc_ok
+
+
+def run_tick_bench(replay: StepReplay, steps: int, warmup: int, period_s: float = 0.0) -> TickBenchResult:
+    """Run ``warmup + steps`` control steps of ``replay``, one per ``period_s`` on absolute
+    deadlines (0: back to back)."""
     from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_
 
-    encoder = LowCmdEncoder()
-    command = JointCommand(kp=runner.kp.copy(), kd=runner.kd.copy())
     clock = time.perf_counter_ns
     count = warmup + steps
     durations = np.zeros((count, len(STAGES)), dtype=np.int64)
     crc_ok = 0
-    lowcmd = None
-    runner.reset()
     period_ns = int(period_s * 1e9)
     deadline = clock()
     for k in range(count):
         if period_ns:
             deadline += period_ns
             time.sleep(max(0.0, (deadline - clock()) / 1e9))
-        sample = samples[runner.tick]
-        t0 = clock()
-        state = decode_lowstate_cdr(sample, time.time_ns(), time.monotonic_ns())
-        t1 = clock()
-        out = runner.step(state)
-        t2 = clock()
-        command.q = out.q_target
-        lowcmd = encoder.encode_cdr(command, state.mode_machine)
-        t3 = clock()
-        durations[k] = (t1 - t0, t2 - t1 - actor.last_ns, actor.last_ns, t3 - t2)
-        crc_ok += state.crc_ok
-        if out.done:
-            runner.reset()
+        durations[k], ok = replay()
+        crc_ok += ok
     measured = durations[warmup:]
+    lowcmd = replay.lowcmd
     return TickBenchResult(
-        policy=runner.spec.name,
+        policy=replay.runner.spec.name,
         warmup=warmup,
         stage_ns={name: measured[:, i] for i, name in enumerate(STAGES)},
         total_ns=measured.sum(axis=1),
@@ -187,8 +209,4 @@ def bench_tick(
     policy: str = "CR7_level1", steps: int = 5000, warmup: int = 200, seed: int = 0, period_s: float = 0.0
 ) -> TickBenchResult:
     """Load the policy (real actor, real clip) and time ``steps`` control steps."""
-    robot = load_robot_model()
-    spec = load_policy_spec(policy_spec_path(policy), robot)
-    actor = TimedActor(OnnxActor(spec.actor_path, spec))
-    runner = PolicyRunner(spec, robot, actor)
-    return run_tick_bench(runner, actor, motion_lowstates(runner, seed), steps, warmup, period_s)
+    return run_tick_bench(StepReplay.load(policy, seed), steps, warmup, period_s)
