@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from asap_ros.testing.sim_process import SimProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 TAKEOVER = "TAKEOVER"
+TYPE_LOOKUP_NOISE = re.compile(r"ddsi_xt_type_|TYPELOOKUP_SERVICE")
+"""Cyclone's and Fast DDS's type-lookup lines in the nodes' logs (the unitree IDL beside ROS types)."""
 STAND_ANSWER_S = 2.0
 """How long one Stand request waits for its answer before it is sent again."""
 BAND_SETTLE_S = 2.0
@@ -181,6 +184,24 @@ def max_writers_in_window(samples: list[LowCmdSample], window_ns: int = 20_000_0
             start += 1
         most = max(most, len({writer for _stamp, writer in written[start:end + 1]}))
     return most
+
+
+def writer_overlaps(samples: list[LowCmdSample], window_ns: int = 20_000_000) -> list[str]:
+    """Each change of writer less than ``window_ns`` after the other writer's sample (source
+    stamps), as text for an assertion message: when, which writers (by first appearance) and
+    whether each sample was damping."""
+    written = sorted(samples, key=lambda s: s.source_ns or s.stamp_ns)
+    names: dict[int, str] = {}
+    for sample in written:
+        names.setdefault(sample.writer, f"writer {len(names) + 1}")
+    origin = (written[0].source_ns or written[0].stamp_ns) if written else 0
+    lines = []
+    for a, b in zip(written, written[1:]):
+        a_ns, b_ns = a.source_ns or a.stamp_ns, b.source_ns or b.stamp_ns
+        if a.writer != b.writer and b_ns - a_ns < window_ns:
+            lines.append(f"+{(b_ns - origin) / 1e6:.1f} ms: {names[b.writer]} ({'damping' if b.damping else 'kp > 0'}) "
+                         f"{(b_ns - a_ns) / 1e6:.1f} ms after {names[a.writer]} ({'damping' if a.damping else 'kp > 0'})")
+    return lines
 
 
 def node_process(module: str, domain: int, params: dict[str, Any], log: Path,
@@ -355,9 +376,13 @@ class System:
                               env=env, cwd=ROOT, capture_output=True, text=True, timeout=90)
 
     def log(self, which: str) -> str:
-        """The end of the newest log of ``which`` (``deploy``, ``supervisor``, ``asap_sim``)."""
+        """The end of the newest log of ``which`` (``deploy``, ``supervisor``, ``asap_sim``), without
+        the DDS type-lookup lines both DDS implementations print (harmless, see docs/operating.md)."""
         files = sorted(self.logs.glob(f"{which}*.log"), key=lambda f: f.stat().st_mtime)
-        return files[-1].read_text()[-3000:] if files else "(no log)"
+        if not files:
+            return "(no log)"
+        lines = [line for line in files[-1].read_text().splitlines(keepends=True) if not TYPE_LOOKUP_NOISE.search(line)]
+        return "".join(lines)[-3000:]
 
     def start(self) -> None:
         """Supervisor and deploy node first, then the simulator, then Stand at once."""
