@@ -26,8 +26,11 @@ Rules:
   newest beat (it grants nothing new), so other supervisors hear this one while no beat comes.
 - **Writes** only in TAKEOVER, each after a TAKEOVER grant, and only once the deploy node cannot
   write: it said it yielded, its process is gone, or its lease ran out while TAKEOVER grants went
-  out; and :data:`HANDOVER_GAP_NS` after its last command. After a stall of its own (no step for
-  ``stall_ns``) the supervisor writes nothing for ``resync_ns``: it hears the bus first.
+  out; and :data:`HANDOVER_GAP_NS` after its last command. The write follows the step that
+  decided it within one ``write_period_ns`` (:meth:`Tick.allows_write`): a write later than that
+  is dropped, as the deploy node drops a step's command that outlived its lease. After a stall of
+  its own (no step for ``stall_ns``) the supervisor writes nothing for ``resync_ns``: it hears the
+  bus first.
 - **A held e-stop**: latched until :meth:`reset`, which is refused while the remote's combo is
   held; ESTOP grants meanwhile, so the deploy node refuses Reset, Stand and Start. An e-stop the
   deploy node holds from an earlier supervisor (its beats say so) is taken over at start-up.
@@ -114,12 +117,24 @@ class DeployView:
 
 @dataclass(frozen=True)
 class Tick:
-    """What the node does now, in this order: send ``grant``, then write damping if ``write``."""
+    """What the node does now, in this order: send ``grant``, then write damping if ``write`` and
+    :meth:`allows_write` at the instant of the write."""
 
     grant: Grant | None
     write: bool
     next_ns: int
     """When to step again at the latest."""
+    write_until_ns: int = 0
+    """A damping write at or after this instant (monotonic, ns) is dropped: the process stalled
+    between the step and the write. The step's time + one ``write_period_ns`` (10 ms): the deploy
+    node streams damping itself only once its newest TAKEOVER grant names a beat
+    :data:`~asap_ros.core.lease.TAKEOVER_SILENCE_NS` (70 ms) old, and the grant sent with this
+    step names a beat at most one control period (20 ms) old, so a write within 10 ms of the step
+    ends at least 40 ms before that: more than :data:`HANDOVER_GAP_NS` (30 ms)."""
+
+    def allows_write(self, now_ns: int) -> bool:
+        """Whether the damping write this tick asks for may go out at ``now_ns``."""
+        return self.write and now_ns < self.write_until_ns
 
 
 @dataclass
@@ -293,7 +308,7 @@ class SupervisorCore:
         if self.authority is not Authority.TAKEOVER:
             return Tick(None, False, next_ns)
         grant = self._grant(Supervision.TAKEOVER, self.reason)
-        return Tick(grant, not resyncing and self._may_write(now_ns), next_ns)
+        return Tick(grant, not resyncing and self._may_write(now_ns), next_ns, now_ns + timing.write_period_ns)
 
     def _notice_stall(self, now_ns: int) -> None:
         """No step for ``stall_ns``: this supervisor stalled; it hears the bus for ``resync_ns``

@@ -95,6 +95,8 @@ class SupervisorNode(NodeBehaviour):
                                   write_period_ns=int(1e9 / p["damping_rate_hz"]))
         self.core = SupervisorCore(self.session, timing, host_id(), started_ns=time.monotonic_ns())
         self.lowcmd_writes = 0
+        self.stale_writes_dropped = 0
+        """Damping writes dropped because the process stalled between the core's step and the write."""
         self.failed: str | None = None
         """Why a thread of this node died (its last-resort handler): no grant goes out any more."""
         self._mode_machine: int | None = None
@@ -354,7 +356,8 @@ class SupervisorNode(NodeBehaviour):
                 thread.join(2.0)
         for endpoint in (self._beat_reader, self._lowcmd_reader, self._grant_reader, self._lowstate):
             endpoint.close()
-        print(f"{NODE_NAME}: {self.lowcmd_writes} rt/lowcmd writes", file=sys.stderr)
+        print(f"{NODE_NAME}: {self.lowcmd_writes} rt/lowcmd writes, {self.stale_writes_dropped} stale ones dropped",
+              file=sys.stderr)
         return EXIT_OK
 
     def _run(self) -> None:
@@ -370,9 +373,16 @@ class SupervisorNode(NodeBehaviour):
                 if tick.grant is not None:
                     self._grants.write(encode_grant(tick.grant))
                 if tick.write and self._mode_machine is not None:  # a LowCmd needs the robot's mode_machine
-                    self._writer.write(self._encoder.encode_cdr(self._damping, self._mode_machine))
-                    self.core.wrote(time.monotonic_ns())
-                    self.lowcmd_writes += 1
+                    payload = self._encoder.encode_cdr(self._damping, self._mode_machine)
+                    now = time.monotonic_ns()
+                    if tick.allows_write(now):  # checked at the write: not after a stall since the step
+                        self._writer.write(payload)
+                        self.core.wrote(time.monotonic_ns())
+                        self.lowcmd_writes += 1
+                    else:
+                        self.stale_writes_dropped += 1
+                        self._log.append(("warning", f"damping write dropped: {(now - tick.write_until_ns) / 1e6:.1f} ms "
+                                                     "past its step's write window (the supervisor stalled)"))
             next_ns = max(next_ns + self.core.timing.write_period_ns, time.monotonic_ns())
             self._stop.wait(max(0.0, min(tick.next_ns, next_ns) - time.monotonic_ns()) / 1e9)
 

@@ -1,6 +1,6 @@
 """A deterministic bus for the rt/lowcmd lease: one deploy node's :class:`WriteLease` and any number
 of :class:`SupervisorCore` s, stepped on a 1 ms grid with delivery delays, stalls (SIGSTOP and
-SIGCONT) and kills, every rt/lowcmd write recorded with its writer. The deploy node's control
+SIGCONT, or within a step) and kills, every rt/lowcmd write recorded with its writer. The deploy node's control
 step is modelled as the control loop runs it: take the grants, verdict, write if the verdict
 allows it at the write instant, beat."""
 
@@ -59,6 +59,9 @@ class Supervisor(Process):
     core: SupervisorCore | None = None
     next_step_ns: int = 0
     inbox: list[tuple[int, str, object]] = field(default_factory=list)
+    steps: int = 0
+    stall_before_write: dict[int, int] = field(default_factory=dict)
+    """step number -> ns stalled between that step (its grant sent) and its damping write."""
 
 
 class Bus:
@@ -153,12 +156,16 @@ class Bus:
     def _supervisor_step(self, sup: Supervisor, now: int) -> None:
         core = sup.core
         assert core is not None
+        sup.steps += 1
         tick = core.step(now)
         if tick.grant is not None:
             self._send_grant(sup, tick.grant, now)
-        if tick.write:
-            self.writes.append(Write(now, sup.name, True))
-            core.wrote(now)
+        write_at = now + sup.stall_before_write.get(sup.steps, 0)
+        if write_at > now:
+            sup.stopped.append((now + MS, write_at))  # it hears and steps nothing meanwhile
+        if tick.allows_write(write_at):
+            self.writes.append(Write(write_at, sup.name, True))
+            core.wrote(write_at)
 
     def _send_grant(self, sender: Supervisor, grant: Grant, now: int) -> None:
         self.deploy.inbox.append((now + self.delay_ns, grant))

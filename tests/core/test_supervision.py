@@ -119,6 +119,25 @@ def test_a_supervisor_hung_during_a_takeover_that_resumes_never_writes_beside_th
     assert not bus.stiff_after(start)
 
 
+def test_a_supervisor_step_stalled_before_its_write_writes_nothing_stale() -> None:
+    """While the supervisor streams damping for a deploy node that yielded, one of its steps sends
+    its TAKEOVER grant and then stalls 100 ms: the deploy node, hearing no grant for 70 ms, streams
+    damping itself. The write the step decided would land beside it; it is dropped."""
+    bus = started()
+    start = bus.now_ns
+    bus.deploy.stopped.append((start, start + 600 * MS))
+    bus.run_for(1000 * MS)  # taken over; resumed and yielded
+    sup = bus.supervisors[0]
+    assert bus.writers_after(start) == ["supervisor1"]
+    sup.stall_before_write[sup.steps + 2] = 100 * MS
+    stalled = bus.now_ns
+    bus.run_for(2000 * MS)
+    assert bus.max_writers_in_window() == 1
+    assert bus.writers_after(stalled) == ["supervisor1", "deploy", "supervisor1"]  # it hands over, and back
+    assert bus.longest_silence(stalled, bus.now_ns) <= 100 * MS
+    assert not bus.stiff_after(start)
+
+
 def test_a_supervisor_dying_while_watching_leaves_damping_from_the_deploy_node() -> None:
     bus = started()
     killed = bus.now_ns
