@@ -723,6 +723,7 @@ def _cycles_collected_in(seconds: float) -> int:
 def test_late_steps_say_whether_the_thread_woke_late_or_a_collection_held_it(make_rig) -> None:
     """A step that is slow by itself is late without waking late; a collection on the sink thread
     that holds the GIL past the next deadline makes that step wake late, inside the collection."""
+    cycles = _cycles_collected_in(0.08)  # measured before any other thread runs: alone, not contended
     rig = make_rig(actors=False, period_s=0.02, fault_injection=FaultInjection(parse_faults("slow=0.015@tick=30")))
     rig.robot.start()
     rig.loop.start()
@@ -733,15 +734,18 @@ def test_late_steps_say_whether_the_thread_woke_late_or_a_collection_held_it(mak
     late, woke = slow.late_steps - before.late_steps, slow.late_woke - before.late_woke
     assert late >= 1 and late - woke >= 1, (before, slow)  # step 30: 15 ms of its own
 
-    garbage_at = len(rig.records) + 5
-    cycles = _cycles_collected_in(0.08)
+    garbage_at, made = len(rig.records) + 5, []
 
     def make_cyclic_garbage(record: StepRecord) -> None:
-        if record.control_tick == garbage_at:  # the next young collection holds the GIL ~80 ms
+        if not made and record.control_tick >= garbage_at:  # the next young collection holds the GIL ~80 ms
+            made.append(record.control_tick)
             _make_cycles(cycles)
 
     rig.loop.add_sink(make_cyclic_garbage)
-    _wait(lambda: len(rig.records) >= garbage_at + 5, rig.loop)
+    # the sink thread collects only once its queue is empty: the records queued while the garbage
+    # was made are drained first, so wait for the collection itself, then for steps after it
+    _wait(lambda: bool(made) and rig.loop.stats().gc_max_ms > 25.0, rig.loop)  # longer than a period + margin
+    collected_at = len(rig.records)
+    _wait(lambda: len(rig.records) >= collected_at + 5, rig.loop)
     held = rig.loop.stats()
-    assert held.gc_max_ms > 25.0, held  # longer than a period plus the late margin
     assert held.late_in_gc - slow.late_in_gc >= 1 and held.late_woke - slow.late_woke >= 1, (slow, held)
