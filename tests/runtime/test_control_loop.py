@@ -722,7 +722,7 @@ def _cycles_collected_in(seconds: float) -> int:
 
 def test_late_steps_say_whether_the_thread_woke_late_or_a_collection_held_it(make_rig) -> None:
     """A step that is slow by itself is late without waking late; a collection on the sink thread
-    that holds the GIL past the next deadline makes that step wake late, inside the collection."""
+    that holds the GIL past a deadline makes a step late, counted inside the collection."""
     cycles = _cycles_collected_in(0.08)  # measured before any other thread runs: alone, not contended
     rig = make_rig(actors=False, period_s=0.02, fault_injection=FaultInjection(parse_faults("slow=0.015@tick=30")))
     rig.robot.start()
@@ -748,4 +748,6 @@ def test_late_steps_say_whether_the_thread_woke_late_or_a_collection_held_it(mak
     collected_at = len(rig.records)
     _wait(lambda: len(rig.records) >= collected_at + 5, rig.loop)
     held = rig.loop.stats()
-    assert held.late_in_gc - slow.late_in_gc >= 1 and held.late_woke - slow.late_woke >= 1, (slow, held)
+    # the held step is counted in the collection; whether it also woke late depends on where in
+    # the 20 ms grid the collection began (before its deadline, or during its step)
+    assert held.late_in_gc - slow.late_in_gc >= 1, (slow, held)
