@@ -174,10 +174,15 @@ class RogueWriter:
         self._writer.close()
 
 
+def written_ns(sample: LowCmdSample) -> int:
+    """When a sample was written: its source stamp, or its arrival stamp where it has none."""
+    return getattr(sample, "source_ns", 0) or sample.stamp_ns
+
+
 def max_writers_in_window(samples: list[LowCmdSample], window_ns: int = 20_000_000) -> int:
     """The most distinct writers among samples written within any ``window_ns`` of each other
     (their source stamps; the arrival stamp where a sample has none)."""
-    written = sorted((getattr(s, "source_ns", 0) or s.stamp_ns, s.writer) for s in samples)
+    written = sorted((written_ns(s), s.writer) for s in samples)
     most, start = 0, 0
     for end, (stamp_ns, _writer) in enumerate(written):
         while stamp_ns - written[start][0] >= window_ns:
@@ -190,14 +195,14 @@ def writer_overlaps(samples: list[LowCmdSample], window_ns: int = 20_000_000) ->
     """Each change of writer less than ``window_ns`` after the other writer's sample (source
     stamps), as text for an assertion message: when, which writers (by first appearance) and
     whether each sample was damping."""
-    written = sorted(samples, key=lambda s: s.source_ns or s.stamp_ns)
+    written = sorted(samples, key=written_ns)
     names: dict[int, str] = {}
     for sample in written:
         names.setdefault(sample.writer, f"writer {len(names) + 1}")
-    origin = (written[0].source_ns or written[0].stamp_ns) if written else 0
+    origin = written_ns(written[0]) if written else 0
     lines = []
     for a, b in zip(written, written[1:]):
-        a_ns, b_ns = a.source_ns or a.stamp_ns, b.source_ns or b.stamp_ns
+        a_ns, b_ns = written_ns(a), written_ns(b)
         if a.writer != b.writer and b_ns - a_ns < window_ns:
             lines.append(f"+{(b_ns - origin) / 1e6:.1f} ms: {names[b.writer]} ({'damping' if b.damping else 'kp > 0'}) "
                          f"{(b_ns - a_ns) / 1e6:.1f} ms after {names[a.writer]} ({'damping' if a.damping else 'kp > 0'})")
