@@ -58,6 +58,7 @@ from asap_ros.sim.mocap_stream import MocapStream
 from asap_ros.sim.motors import CommandGate, MotorHealthOverrides, MotorModel, ThermalModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
+from asap_ros.sim.stalls import StallMeter
 
 MAX_LAG_S = 0.05
 """Behind the deadline grid by more than this: restart the grid (counted as a resync)."""
@@ -135,6 +136,9 @@ class Simulator:
         """Intervals between consecutive LowState writes longer than twice the nominal period."""
         self._max_gap_ns = 0
         self._last_publish_ns = 0
+        self.stalls = StallMeter()
+        """Gaps between LowState writes longer than one control period, each attributed (written on
+        stderr as it ends, and in :meth:`stats`)."""
         self.controls_applied = 0
         self.controls_rejected = 0
         self.last_control_problem = ""
@@ -203,6 +207,8 @@ class Simulator:
                 endpoint.close()
         if self._gt_writer is not None:
             close_entity(self._gt_writer)
+        if self._thread is None or not self._thread.is_alive():  # its files are the thread's to read till then
+            self.stalls.close()
 
     def __enter__(self) -> Simulator:
         self.start()
@@ -325,6 +331,9 @@ class Simulator:
         self.lowstate_gaps += gap_ns > 2e9 / self.config.lowstate_rate_hz
         self._max_gap_ns = max(self._max_gap_ns, gap_ns)
         self._last_publish_ns = now_ns
+        stall = self.stalls.mark(now_ns)
+        if stall is not None:
+            print(f"asap_sim: {stall.line()}", file=sys.stderr, flush=True)
         self._gt_writer.write(
             GroundTruth_(
                 tick=tick & 0xFFFFFFFF, stamp_ns=stamp_ns, sim_time=physics.time,
@@ -354,6 +363,7 @@ class Simulator:
             "scheduling_note": self.scheduling_note,
             "lowstates_published": self.lowstates_published,
             "lowstate_gaps": {"over_2_periods": self.lowstate_gaps, "max_ms": self._max_gap_ns / 1e6},
+            "stalls": self.stalls.stats(),
             "commands": {
                 "received": intake.received,
                 "accepted": intake.accepted,

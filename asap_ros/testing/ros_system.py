@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from asap_ros.sim.process import dying_with_this_process, stop_gracefully
+from asap_ros.sim.stalls import Stall
 from asap_ros.testing.sim_process import SimProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -566,10 +567,12 @@ def simulator_line(stats: dict[str, Any]) -> str:
     cost, resyncs and real-time factor (a late state, told apart from a late step)."""
     if "error" in stats:
         return f"simulator: {stats['error']}"
-    gaps, cost = stats["lowstate_gaps"], stats["step_cost_us"]
+    gaps, cost, stalls = stats["lowstate_gaps"], stats["step_cost_us"], stats["stalls"]
+    longest = Stall.from_dict(stalls["longest"]) if stalls["longest"] else None
     return (f"simulator: {stats['lowstates_published']} LowStates published, {gaps['over_2_periods']} publish gaps "
             f"over 2 periods (longest {gaps['max_ms']:.1f} ms), physics step p50 {cost['p50']:.0f} us p99 "
-            f"{cost['p99']:.0f} us, {stats['resyncs']} resyncs, real-time factor {stats['real_time_factor']:.3f}")
+            f"{cost['p99']:.0f} us, {stats['resyncs']} resyncs, real-time factor {stats['real_time_factor']:.3f}; "
+            f"{stalls['count']} stalls over {stalls['over_ms']:g} ms" + (f", the longest: {longest.line()}" if longest else ""))
 
 
 def track_or_recover(system: System, faults: list[str], trials: int) -> bool:

@@ -23,6 +23,10 @@ SIM_PRIORITY = 90
 node's control thread (80) and the supervisor's threads (85), as the robot's own board is beyond
 the reach of the computer's load (its start-up, loading the model, stays at normal priority)."""
 READY_TIMEOUT_S = 60.0
+STALL_MARK = "rt/lowstate stalled"
+"""How ``asap_sim`` begins the line it writes when its LowState stream stalled (:mod:`asap_ros.sim.stalls`)."""
+
+_started_logs: list[Path] = []
 
 
 class SimProcess:
@@ -63,6 +67,7 @@ class SimProcess:
         command = sim_command(self.domain, wait_for_readers=readers, **self._options)
         self.process = subprocess.Popen(dying_with_this_process(command), env=env, stdin=subprocess.DEVNULL,
                                         stdout=self.log_path.open("w"), stderr=subprocess.STDOUT)
+        _started_logs.append(self.log_path)
         self._control = SimControlClient()
         deadline = time.monotonic() + READY_TIMEOUT_S
         while self._lowstate.next_arrival(0.1)[0] is None:
@@ -110,6 +115,20 @@ class SimProcess:
 
         assert self.process is not None and self.process.poll() is not None, "asap_sim still running: stop() first"
         return read_stats(self.stats_path)
+
+
+def stall_report(last: int = 10) -> str:
+    """The newest stall lines (at most ``last`` each) of every ``asap_sim`` this process started,
+    with their logs' paths; empty when none stalled: what a failed end-to-end test adds to its report."""
+    parts = []
+    for log in _started_logs:
+        try:
+            lines = [line for line in log.read_text(errors="replace").splitlines() if STALL_MARK in line]
+        except OSError:
+            continue
+        if lines:
+            parts.append(f"{log}: {len(lines)} stalls\n" + "\n".join(lines[-last:]))
+    return "\n".join(parts)
 
 
 def readers_on_bus(topic: str) -> int:

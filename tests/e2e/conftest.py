@@ -17,6 +17,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """A failed test's report shows every simulator LowState stall so far, each attributed
+    (:mod:`asap_ros.sim.stalls`): a safety limit tripped by the machine is told from the product's."""
+    report = yield
+    if report.failed and HERE in item.path.parents:
+        from asap_ros.testing.sim_process import stall_report
+
+        stalls = stall_report()
+        if stalls:
+            report.sections.append(("asap_sim stalls", stalls))
+    return report
+
+
 KICK = "policies/kick_level1.yaml"
 
 

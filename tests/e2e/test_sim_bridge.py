@@ -508,6 +508,30 @@ def test_asap_sim_command_runs_and_reports(tmp_path):
     assert stats["commands"]["received"] == 0 and stats["commands"]["limp_events"] == 0
 
 
+def test_a_stopped_simulator_reports_the_stall_and_where_its_time_went(dds_domain, tmp_path):
+    from asap_ros.testing.sim_process import STALL_MARK, SimProcess, stall_report
+
+    init_channels(dds_domain)
+    sim = SimProcess(dds_domain, tmp_path)
+    sim.start()
+    try:
+        time.sleep(0.3)
+        os.kill(sim.pid, signal.SIGSTOP)  # the whole process off the CPU: its physics thread not runnable
+        time.sleep(0.15)
+        os.kill(sim.pid, signal.SIGCONT)
+        time.sleep(0.3)
+    finally:
+        sim.stop()
+    stalls = sim.stats()["stalls"]
+    assert stalls["note"] is None and stalls["count"] >= 1, stalls
+    longest = stalls["longest"]
+    assert longest["gap_ms"] >= 140.0, longest
+    assert longest["other_ms"] >= 100.0 and longest["on_cpu_ms"] < 40.0, longest  # stopped, not running
+    report = stall_report()
+    assert str(sim.log_path) in report and STALL_MARK in report, report
+    print(f"\n  {report.splitlines()[-1]}")
+
+
 @pytest.mark.parametrize(
     ("args", "names"),
     [

@@ -1,0 +1,133 @@
+"""Where a long gap in the simulator's LowState stream went: its thread's time and the machine's steal."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["STALL_AFTER_NS", "ProcTimes", "Stall", "StallMeter", "Times"]
+
+STALL_AFTER_NS = 20_000_000
+"""A gap between two LowState writes longer than this (ns) is a stall: one 50 Hz control period,
+so a control step found no state newer than the one before."""
+KEPT = 32
+"""Stalls kept in full (the first ones); later ones are only counted."""
+
+Times = Callable[[], tuple[int, int, int]]
+"""``(on_cpu_ns, run_queue_ns, steal_ns)``: the calling thread's time on a CPU and runnable but
+waiting for one, and the whole machine's steal (vCPU time the hypervisor took), all cumulative."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """One gap between two writes, split by what the writing thread was doing meanwhile."""
+
+    at_s: float
+    """When the gap ended, seconds after the meter's first mark."""
+    gap_ms: float
+    on_cpu_ms: float
+    """The thread ran (a long step, a catch-up)."""
+    run_queue_ms: float
+    """The thread could run and waited for a CPU (other threads of equal or higher priority)."""
+    steal_ms: float
+    """The machine's steal in the gap, all vCPUs, in the kernel's 10 ms ticks: the host ran
+    something else (a vCPU taken from a running thread counts here, in no other field)."""
+
+    @property
+    def other_ms(self) -> float:
+        """Neither running nor runnable: asleep, waiting for the GIL or a lock, or its vCPU taken."""
+        return max(0.0, self.gap_ms - self.on_cpu_ms - self.run_queue_ms)
+
+    def line(self) -> str:
+        return (f"rt/lowstate stalled {self.gap_ms:.1f} ms (at {self.at_s:.2f} s): the publishing thread ran "
+                f"{self.on_cpu_ms:.1f} ms, waited {self.run_queue_ms:.1f} ms for a CPU and was off any run queue "
+                f"{self.other_ms:.1f} ms (asleep, the GIL, a lock or a vCPU taken); machine steal {self.steal_ms:.0f} ms")
+
+    def as_dict(self) -> dict[str, float]:
+        return {**asdict(self), "other_ms": self.other_ms}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, float]) -> Stall:
+        """The stall :meth:`as_dict` wrote (its derived ``other_ms`` ignored)."""
+        return cls(**{name: values[name] for name in ("at_s", "gap_ms", "on_cpu_ms", "run_queue_ms", "steal_ms")})
+
+
+class ProcTimes:
+    """:data:`Times` of the thread that first calls it, from ``/proc/thread-self/schedstat`` and
+    ``/proc/stat`` (two ``pread`` calls, ~10 us). Where they cannot be read (not Linux, no
+    ``/proc``) every value stays 0 and :attr:`note` says why."""
+
+    def __init__(self) -> None:
+        self._thread_fd: int | None = None
+        self._stat_fd: int | None = None
+        self._ns_per_tick = 1e9 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 1e7
+        self.note: str | None = None
+
+    def __call__(self) -> tuple[int, int, int]:
+        if self.note is not None:
+            return 0, 0, 0
+        try:
+            if self._thread_fd is None:  # opened by the thread it describes: thread-self is resolved at open
+                self._thread_fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+                self._stat_fd = os.open("/proc/stat", os.O_RDONLY)
+            on_cpu, run_queue = os.pread(self._thread_fd, 128, 0).split()[:2]
+            steal_ticks = os.pread(self._stat_fd, 256, 0).split(b"\n", 1)[0].split()[8]  # "cpu user nice ... steal"
+            return int(on_cpu), int(run_queue), int(int(steal_ticks) * self._ns_per_tick)
+        except (OSError, ValueError, IndexError) as exc:
+            self.note = f"stall attribution unavailable: {exc}"
+            self.close()
+            return 0, 0, 0
+
+    def close(self) -> None:
+        for fd in (self._thread_fd, self._stat_fd):
+            if fd is not None:
+                os.close(fd)
+        self._thread_fd = self._stat_fd = None
+
+
+class StallMeter:
+    """Marks each write (:meth:`mark`, on the writing thread) and attributes every gap longer than
+    ``after_ns`` (:class:`Stall`). Not thread-safe: one writing thread."""
+
+    def __init__(self, times: Times | None = None, after_ns: int = STALL_AFTER_NS, keep: int = KEPT) -> None:
+        self._times = times if times is not None else ProcTimes()
+        self.after_ns = after_ns
+        self._keep = keep
+        self._first_ns: int | None = None
+        self._last: tuple[int, int, int, int] | None = None
+        self.count = 0
+        self.kept: list[Stall] = []
+        self.longest: Stall | None = None
+
+    def mark(self, now_ns: int) -> Stall | None:
+        """A write at ``now_ns`` (monotonic): the stall it ends, if the gap since the last was long."""
+        on_cpu, run_queue, steal = self._times()
+        last, self._last = self._last, (now_ns, on_cpu, run_queue, steal)
+        if self._first_ns is None:
+            self._first_ns = now_ns
+        if last is None or now_ns - last[0] <= self.after_ns:
+            return None
+        stall = Stall(at_s=(now_ns - self._first_ns) / 1e9, gap_ms=(now_ns - last[0]) / 1e6,
+                      on_cpu_ms=(on_cpu - last[1]) / 1e6, run_queue_ms=(run_queue - last[2]) / 1e6,
+                      steal_ms=(steal - last[3]) / 1e6)
+        self.count += 1
+        if len(self.kept) < self._keep:
+            self.kept.append(stall)
+        if self.longest is None or stall.gap_ms > self.longest.gap_ms:
+            self.longest = stall
+        return stall
+
+    def close(self) -> None:
+        """Release what the time source holds open (once the writing thread has ended)."""
+        close = getattr(self._times, "close", None)
+        if close is not None:
+            close()
+
+    def stats(self) -> dict[str, Any]:
+        """JSON-serialisable: the threshold, the count, the longest and the first :data:`KEPT`."""
+        note = getattr(self._times, "note", None)
+        return {"over_ms": self.after_ns / 1e6, "count": self.count,
+                "longest": self.longest.as_dict() if self.longest else None,
+                "first": [stall.as_dict() for stall in self.kept], "note": note}

@@ -1,0 +1,117 @@
+"""The simulator's stall attribution: the meter on injected times, and the real /proc times of a thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from asap_ros.sim.stalls import STALL_AFTER_NS, ProcTimes, Stall, StallMeter
+
+MS = 1_000_000
+
+
+class Times:
+    """Injected cumulative (on_cpu, run_queue, steal) in ns, moved by the test."""
+
+    def __init__(self) -> None:
+        self.on_cpu = self.run_queue = self.steal = 0
+
+    def __call__(self) -> tuple[int, int, int]:
+        return self.on_cpu, self.run_queue, self.steal
+
+
+def test_a_gap_longer_than_a_control_period_is_a_stall_split_by_what_the_thread_did():
+    times = Times()
+    meter = StallMeter(times)
+    assert meter.mark(0) is None  # the first write ends no gap
+    assert meter.mark(2 * MS) is None and meter.mark(2 * MS + STALL_AFTER_NS) is None  # at the bound: no stall
+    times.on_cpu, times.run_queue, times.steal = 1 * MS, 2 * MS, 60 * MS
+    stall = meter.mark(2 * MS + STALL_AFTER_NS + 69 * MS)
+    assert stall == Stall(at_s=0.091, gap_ms=69.0, on_cpu_ms=1.0, run_queue_ms=2.0, steal_ms=60.0)
+    assert stall.other_ms == 66.0
+    assert stall.line() == ("rt/lowstate stalled 69.0 ms (at 0.09 s): the publishing thread ran 1.0 ms, waited 2.0 ms "
+                            "for a CPU and was off any run queue 66.0 ms (asleep, the GIL, a lock or a vCPU taken); "
+                            "machine steal 60 ms")
+    stats = meter.stats()
+    assert stats["count"] == 1 and stats["over_ms"] == 20.0 and stats["note"] is None
+    assert Stall.from_dict(stats["longest"]) == stall and stats["first"] == [stall.as_dict()]
+
+
+def test_the_meter_counts_every_stall_keeps_the_first_and_names_the_longest():
+    meter = StallMeter(Times(), keep=2)
+    now = 0
+    meter.mark(now)
+    for gap_ms in (30, 90, 40, 25):
+        now += gap_ms * MS
+        assert meter.mark(now) is not None
+    stats = meter.stats()
+    assert stats["count"] == 4
+    assert [s["gap_ms"] for s in stats["first"]] == [30.0, 90.0]
+    assert stats["longest"]["gap_ms"] == 90.0
+    assert StallMeter(Times()).stats()["longest"] is None
+
+
+def test_the_thread_own_cpu_time_counts_as_running_and_a_sleep_as_off_the_run_queue():
+    results: dict[str, tuple[int, int, int]] = {}
+
+    def measure() -> None:
+        times = ProcTimes()
+        results["start"] = times()
+        spin_until = time.thread_time_ns() + 30 * MS  # 30 ms of this thread's own CPU, however long that takes
+        while time.thread_time_ns() < spin_until:
+            pass
+        results["spun"] = times()
+        time.sleep(0.05)
+        results["slept"] = times()
+        times.close()
+
+    thread = threading.Thread(target=measure)
+    thread.start()
+    thread.join(10.0)
+    (cpu0, rq0, steal0), (cpu1, rq1, steal1), (cpu2, rq2, steal2) = results["start"], results["spun"], results["slept"]
+    assert cpu1 - cpu0 >= 29 * MS  # schedstat and thread_time read the same clock of the thread
+    assert cpu2 - cpu1 < 5 * MS  # asleep: not on a CPU
+    assert rq0 <= rq1 <= rq2 and steal0 <= steal1 <= steal2
+
+
+def test_a_sleeping_writer_is_a_stall_spent_off_the_run_queue():
+    meter = StallMeter()
+    found: list[Stall | None] = []
+
+    def writer() -> None:
+        meter.mark(time.monotonic_ns())
+        time.sleep(0.06)
+        found.append(meter.mark(time.monotonic_ns()))
+        meter.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    thread.join(10.0)
+    stall = found[0]
+    assert stall is not None and stall.gap_ms >= 60.0
+    assert stall.on_cpu_ms < 10.0 and stall.other_ms >= 40.0
+    assert meter.stats()["note"] is None
+
+
+def test_times_that_cannot_be_read_are_zero_with_a_note(monkeypatch):
+    times = ProcTimes()
+
+    def refused(path: str, flags: int) -> int:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr("asap_ros.sim.stalls.os.open", refused)
+    assert times() == (0, 0, 0)
+    assert "stall attribution unavailable" in (times.note or "") and "schedstat" in (times.note or "")
+    meter = StallMeter(times)
+    meter.mark(0)
+    assert meter.mark(50 * MS) == Stall(at_s=0.05, gap_ms=50.0, on_cpu_ms=0.0, run_queue_ms=0.0, steal_ms=0.0)
+    assert meter.stats()["note"] == times.note
+
+
+@pytest.mark.parametrize("gap_ms", [20.0, 19.9])
+def test_gaps_up_to_one_control_period_are_not_stalls(gap_ms):
+    meter = StallMeter(Times())
+    meter.mark(0)
+    assert meter.mark(int(gap_ms * MS)) is None
