@@ -7,11 +7,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["STALL_AFTER_NS", "ProcTimes", "Stall", "StallMeter", "Times"]
+__all__ = ["STALL_AFTER_NS", "STALL_MARK", "ProcTimes", "Stall", "StallMeter", "Times"]
 
 STALL_AFTER_NS = 20_000_000
 """A gap between two LowState writes longer than this (ns) is a stall: one 50 Hz control period,
 so a control step found no state newer than the one before."""
+STALL_MARK = "rt/lowstate stalled"
+"""How each stall's :meth:`Stall.line` begins (``asap_sim`` logs it; the test harness finds it by it)."""
 KEPT = 32
 """Stalls kept in full (the first ones); later ones are only counted."""
 
@@ -33,7 +35,8 @@ class Stall:
     """The thread could run and waited for a CPU (other threads of equal or higher priority)."""
     steal_ms: float
     """The machine's steal in the gap, all vCPUs, in the kernel's 10 ms ticks: the host ran
-    something else (a vCPU taken from a running thread counts here, in no other field)."""
+    something else. Steal while the thread ran is not in ``on_cpu_ms`` (the kernel leaves it out
+    of a thread's run time), so it falls in :attr:`other_ms`."""
 
     @property
     def other_ms(self) -> float:
@@ -41,7 +44,7 @@ class Stall:
         return max(0.0, self.gap_ms - self.on_cpu_ms - self.run_queue_ms)
 
     def line(self) -> str:
-        return (f"rt/lowstate stalled {self.gap_ms:.1f} ms (at {self.at_s:.2f} s): the publishing thread ran "
+        return (f"{STALL_MARK} {self.gap_ms:.1f} ms (at {self.at_s:.2f} s): the publishing thread ran "
                 f"{self.on_cpu_ms:.1f} ms, waited {self.run_queue_ms:.1f} ms for a CPU and was off any run queue "
                 f"{self.other_ms:.1f} ms (asleep, the GIL, a lock or a vCPU taken); machine steal {self.steal_ms:.0f} ms")
 

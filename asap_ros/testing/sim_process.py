@@ -17,15 +17,13 @@ from typing import Any
 import numpy as np
 
 from asap_ros.sim.process import dying_with_this_process
+from asap_ros.sim.stalls import STALL_MARK
 
 SIM_PRIORITY = 90
 """SCHED_FIFO priority of ``asap_sim``'s physics thread and rt/lowcmd reader: above the deploy
 node's control thread (80) and the supervisor's threads (85), as the robot's own board is beyond
 the reach of the computer's load (its start-up, loading the model, stays at normal priority)."""
 READY_TIMEOUT_S = 60.0
-STALL_MARK = "rt/lowstate stalled"
-"""How ``asap_sim`` begins the line it writes when its LowState stream stalled (:mod:`asap_ros.sim.stalls`)."""
-
 _started_logs: list[Path] = []
 
 

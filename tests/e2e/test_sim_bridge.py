@@ -509,7 +509,8 @@ def test_asap_sim_command_runs_and_reports(tmp_path):
 
 
 def test_a_stopped_simulator_reports_the_stall_and_where_its_time_went(dds_domain, tmp_path):
-    from asap_ros.testing.sim_process import STALL_MARK, SimProcess, stall_report
+    from asap_ros.sim.stalls import STALL_MARK
+    from asap_ros.testing.sim_process import SimProcess, stall_report
 
     init_channels(dds_domain)
     sim = SimProcess(dds_domain, tmp_path)
