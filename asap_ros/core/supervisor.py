@@ -335,11 +335,19 @@ class SupervisorCore:
             return f"TAKEOVER: {self.reason}"
         if self.authority is Authority.SECONDARY:
             return f"SECONDARY: {self.reason}"
-        deploy = self.deploy
-        armed = ("armed (asap_deploy heard)" if deploy is not None and deploy.exited is None
-                 else "not armed (no asap_deploy heard)")
         held = f"; {self.estop_reason} held" if self.estop_reason else ""
-        return f"{self.authority.name}: {armed}{held}"
+        return f"{self.authority.name}: {self._armed()}{held}"
+
+    def _armed(self) -> str:
+        """Armed: the deploy node's newest beat obeys this supervisor's grant (its step's verdict
+        came from that grant, not from its own damping), so a takeover or an e-stop granted now is
+        obeyed. A deploy node heard but bound to no grant of this supervisor yet is not armed."""
+        deploy = self.deploy
+        if deploy is None or deploy.exited is not None:
+            return "not armed (no asap_deploy heard)"
+        if deploy.beat.supervisor != self.session or deploy.beat.flags & BeatFlag.TOOK_BACK:
+            return "not armed (asap_deploy heard, not yet under its grant)"
+        return "armed (asap_deploy under its grant)"
 
     def drain_events(self) -> list[str]:
         events, self.events = self.events, []

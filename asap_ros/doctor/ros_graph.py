@@ -128,6 +128,11 @@ def check_graph(graph: RosGraph) -> list[Check]:
     elif state.startswith(WATCHING) and "held" in state:
         checks.append(fail("ros asap_supervisor", f"{state}: the deploy node refuses Reset, Stand and Start",
                            "release the remote's combo, then asap-ros ctl reset"))
+    elif state.startswith(f"{WATCHING}: not armed (asap_deploy heard"):
+        checks.append(fail("ros asap_supervisor", f"{state}: a takeover or e-stop it grants now would not be "
+                           "obeyed", "wait one lease (a supervisor just started); if it stays, check that its "
+                           "grants reach asap_deploy (same dds_domain and network_interface) and that only one "
+                           "asap_supervisor runs"))  # fmt: skip
     elif state.startswith(WATCHING):
         checks.append(fail("ros asap_supervisor", f"{state}: it would not notice asap_deploy dying or hanging"
                            if deploy else f"{state} (start asap_deploy)",

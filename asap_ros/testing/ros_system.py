@@ -348,13 +348,17 @@ class System:
         assert self.ros.wait_mode(mode, 60.0), (self.ros.latched, self.log("deploy"))
 
     def start_supervisor(self) -> None:
-        """Start asap_supervisor and wait until it has listened and has authority (or streams damping)."""
+        """Start asap_supervisor and wait until it has listened and has authority (or streams
+        damping); beside a running deploy node, until that node is under its grant (``armed``),
+        so the node's Reset and Stand answer to this supervisor."""
         self.ros.latched.pop("/asap_supervisor/state", None)
         self._supervisor_runs += 1
         self.supervisor = node_process("supervisor_node", self.domain, self.supervisor_params,
                                        self.logs / f"supervisor{self._supervisor_runs}.log")
-        assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state", "").startswith(
-            ("WATCHING", TAKEOVER)), 30.0), self.log("supervisor")
+        ready = ("WATCHING: armed", TAKEOVER) if self.deploy is not None and self.deploy.poll() is None \
+            else ("WATCHING", TAKEOVER)
+        assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state", "").startswith(ready),
+                                   30.0), (self.ros.latched, self.log("supervisor"))
 
     def start_second_supervisor(self, name: str = "second_supervisor") -> subprocess.Popen:
         """Another asap_supervisor (node ``name``, the test priorities) beside the first; it must

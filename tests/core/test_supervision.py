@@ -13,12 +13,13 @@ from asap_ros.core.lease import (
     BeatFlag,
     Grant,
     Supervision,
+    Verdict,
     WriteLease,
     Writer,
 )
 from asap_ros.core.state_machine import Mode
 from asap_ros.core.supervisor import Authority, SupervisorCore, timing_problem
-from tests.core.lease_sim import HOST, MS, PERIOD, TIMING, Bus
+from tests.core.lease_sim import HOST, MS, PERIOD, TIMING, Bus, Supervisor
 
 SETTLED = 400 * MS
 """After this the supervisor has listened and the deploy node writes under its lease."""
@@ -164,12 +165,28 @@ def test_a_starting_supervisor_that_finds_the_deploy_node_damping_on_its_own_gra
     assert bus.deploy.lease.last_verdict.writer is Writer.OWN_DAMPING
     restarted = bus.now_ns
     fresh = bus.add_supervisor("supervisor2")
+    assert until_armed(bus, fresh).reset_refusal is None  # the operator's Reset is taken once it says armed
     bus.run_for(1000 * MS)
     assert fresh.core is not None and fresh.core.authority is Authority.WATCHING
     assert bus.deploy.lease.supervisor == fresh.core.session
     assert bus.deploy.lease.last_verdict.writer is Writer.LEASED and bus.deploy.mode is Mode.DAMPING
     assert bus.writers_after(restarted) == ["deploy"] and not bus.stiff_after(start)
     assert bus.longest_silence(restarted, bus.now_ns) <= 100 * MS
+
+
+def until_armed(bus: Bus, sup: Supervisor, within_ns: int = 1000 * MS) -> Verdict:
+    """Run until ``sup`` says it is armed; the deploy node's verdict at that instant. Before it
+    says so its state reads not armed, and from then on the deploy node's verdicts come from its
+    grants (not from the deploy node's own damping)."""
+    assert sup.core is not None
+    end = bus.now_ns + within_ns
+    while not sup.core.describe().startswith("WATCHING: armed"):
+        assert bus.now_ns < end, sup.core.describe()
+        assert "armed" not in sup.core.describe() or "not armed" in sup.core.describe()
+        bus.run_for(MS)
+    verdict = bus.deploy.lease.last_verdict
+    assert bus.deploy.lease.supervisor == sup.core.session and verdict.writer is Writer.LEASED, verdict
+    return verdict
 
 
 def test_a_second_supervisor_is_secondary_and_never_grants_or_writes() -> None:
@@ -266,6 +283,7 @@ def test_an_estop_survives_a_supervisor_restart() -> None:
     old.killed_ns = bus.now_ns
     bus.run_for(500 * MS)
     fresh = bus.add_supervisor("supervisor2")
+    assert "e-stop held" in (until_armed(bus, fresh).reset_refusal or "")
     bus.run_for(1000 * MS)
     assert fresh.core is not None and fresh.core.estop_reason is not None
     assert bus.deploy.lease.supervisor == fresh.core.session

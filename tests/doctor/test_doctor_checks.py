@@ -186,11 +186,13 @@ def test_ros_environment_and_graph(monkeypatch):
     alone = by_name(check_graph(RosGraph(["/asap_deploy"], None)))
     assert alone["ros asap_supervisor"].status == FAIL
     both = ["/asap_deploy", "/asap_supervisor"]
-    armed = by_name(check_graph(RosGraph(both, "WATCHING: armed (asap_deploy heard)")))
+    armed = by_name(check_graph(RosGraph(both, "WATCHING: armed (asap_deploy under its grant)")))
     assert armed["ros asap_supervisor"].status == OK and "armed" in armed["ros asap_supervisor"].message
     deaf = by_name(check_graph(RosGraph(both, "WATCHING: not armed (no asap_deploy heard)")))
     assert deaf["ros asap_supervisor"].status == FAIL and "would not notice" in deaf["ros asap_supervisor"].message
-    held = by_name(check_graph(RosGraph(both, "WATCHING: armed (asap_deploy heard); e-stop from terminal held")))
+    unbound = by_name(check_graph(RosGraph(both, "WATCHING: not armed (asap_deploy heard, not yet under its grant)")))
+    assert unbound["ros asap_supervisor"].status == FAIL and "not be obeyed" in unbound["ros asap_supervisor"].message
+    held = by_name(check_graph(RosGraph(both, "WATCHING: armed (asap_deploy under its grant); e-stop from terminal held")))
     assert held["ros asap_supervisor"].status == FAIL and "ctl reset" in held["ros asap_supervisor"].fix
     second = by_name(check_graph(RosGraph(both, "SECONDARY: asap_deploy obeys supervisor 51")))
     assert second["ros asap_supervisor"].status == WARN

@@ -128,7 +128,7 @@ def test_ctl_start_of_an_unknown_motion_lists_the_known_ones(system):
     status = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "status"], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stderr
-    assert "mode: HOLD" in status.stdout and "supervisor: WATCHING: armed (asap_deploy heard) (rt/lowcmd writes: 0)" \
+    assert "mode: HOLD" in status.stdout and "supervisor: WATCHING: armed (asap_deploy under its grant) (rt/lowcmd writes: 0)" \
         in status.stdout
     assert "control loop:" in status.stdout
 
