@@ -118,12 +118,15 @@ def deploy_loop_stats(log: Path) -> dict[str, Any]:
 
 
 def late_causes_line(stats: dict[str, Any]) -> str:
-    """Which of the loop's late steps woke late and which a garbage collection overlapped."""
+    """Which of the loop's late steps woke late, which a garbage collection overlapped, and where
+    their time went on the control thread (:class:`~asap_ros.runtime.control_loop.LateSplit`)."""
     return (f"deploy node's loop: {stats['deadline_misses']} late steps, {stats['late_woke']} of them woke more "
             f"than {LATE_AFTER_MS:g} ms late, {stats['late_in_gc']} overlapped a garbage collection "
             f"(longest {stats['gc_max_ms']:.1f} ms); wake-up lateness p99 {stats.get('wake_late_p99_us', 0) / 1e3:.2f} / "
             f"max {stats.get('wake_late_max_us', 0) / 1e3:.1f} ms; compute p99 {stats.get('compute_p99_us', 0) / 1e3:.2f} / "
-            f"max {stats.get('compute_max_us', 0) / 1e3:.1f} ms")
+            f"max {stats.get('compute_max_us', 0) / 1e3:.1f} ms; from their deadlines to their ends the control "
+            f"thread ran {stats.get('late_ran_ms', 0):.1f} ms, waited {stats.get('late_cpu_wait_ms', 0):.1f} ms for a "
+            f"CPU and was neither {stats.get('late_off_cpu_ms', 0):.1f} ms (timer slack, the GIL, a lock, a fault)")
 
 
 MAX_FAILED_STANDS = 3

@@ -48,6 +48,7 @@ from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
 from asap_ros.runtime.clock import SYSTEM_CLOCK, Clock
 from asap_ros.runtime.fault_injection import FaultInjection
 from asap_ros.runtime.scheduling import name_os_thread, run_realtime
+from asap_ros.runtime.thread_times import ProcTimes
 
 Sink = Callable[["StepRecord"], None]
 CONTROL_THREAD = "asap-control"
@@ -182,6 +183,24 @@ class Percentiles:
 
 
 @dataclass(frozen=True)
+class LateSplit:
+    """Where the late steps' time went, ms, summed over them: from each one's deadline to its end
+    (a wait for a LowState left out), split by the control thread's ``/proc/thread-self/schedstat``,
+    read once at the end of every step (~4 us, the GIL held). The parts add up to that time, except
+    that ``ran_ms`` and ``cpu_wait_ms`` count from the previous step's end (its last bookkeeping,
+    some us, before it sleeps) and ``off_cpu_ms`` is never negative."""
+
+    ran_ms: float = 0.0
+    """On a CPU: the step's own work (a slow actor call, decoding, DDS writes)."""
+    cpu_wait_ms: float = 0.0
+    """Runnable but waiting for a CPU, once the wake-up timer fired or within the step: threads of
+    equal or higher priority (the simulator's, DDS receive threads, another process's) held both CPUs."""
+    off_cpu_ms: float = 0.0
+    """Neither running nor runnable: the timer's slack, the GIL (another thread of the process
+    holding it) at the wake-up or within the step, a lock, a page fault, or its vCPU taken by the host."""
+
+
+@dataclass(frozen=True)
 class LoopStats:
     """The control loop's statistics at one instant (:meth:`ControlLoop.stats`)."""
 
@@ -218,6 +237,8 @@ class LoopStats:
     to run (the machine, or another thread of the process holding the GIL)."""
     late_in_gc: int = 0
     """Late steps that a garbage collection on the sink thread overlapped (it holds the GIL)."""
+    late_split: LateSplit = LateSplit()
+    """Where the late steps' time went, from the control thread's own schedstat."""
 
     def as_dict(self) -> dict[str, Any]:
         """Flat keys for diagnostics and run summaries (``deadline_misses``, ``latency_p99_us``, ...)."""
@@ -230,6 +251,7 @@ class LoopStats:
         }  # fmt: skip
         flat["state_waits"], flat["gc_max_ms"] = self.state_waits, self.gc_max_ms
         flat["late_woke"], flat["late_in_gc"] = self.late_woke, self.late_in_gc
+        flat.update({f"late_{name}": value for name, value in dataclasses.asdict(self.late_split).items()})
         for name, value in (("latency", self.latency), ("compute", self.compute), ("wake_late", self.wake_late),
                             ("state_wait", self.state_wait)):
             if value is not None:
@@ -258,6 +280,7 @@ class _Timing:
         steps, ns: why a run of late steps was late."""
         self.late_steps = self.late_run = self.longest_late_run = self.skipped_periods = 0
         self.late_woke = self.late_in_gc = 0
+        self.late_ran_ns = self.late_cpu_wait_ns = self.late_off_cpu_ns = 0
 
     def woke(self, late_ns: int) -> None:
         self.wake_late_ns[self.woken % len(self.wake_late_ns)] = late_ns
@@ -272,12 +295,20 @@ class _Timing:
         self.latency_ns[i], self.compute_ns[i] = latency_ns, compute_ns
         self.timed += 1
 
-    def finished(self, late: bool, woke_late: bool, in_gc: bool) -> None:
+    def finished(self, late: bool, woke_late: bool, in_gc: bool, split: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """One step ended; ``split``: its ``(ran, cpu_wait, off_cpu)`` ns, summed when it was late."""
         self.late_run = self.late_run + 1 if late else 0
         self.late_steps += late
         self.late_woke += late and woke_late
         self.late_in_gc += late and in_gc
         self.longest_late_run = max(self.longest_late_run, self.late_run)
+        if late:
+            self.late_ran_ns += split[0]
+            self.late_cpu_wait_ns += split[1]
+            self.late_off_cpu_ns += split[2]
+
+    def late_split(self) -> LateSplit:
+        return LateSplit(self.late_ran_ns / 1e6, self.late_cpu_wait_ns / 1e6, self.late_off_cpu_ns / 1e6)
 
     @staticmethod
     def percentiles(ring: np.ndarray, count: int) -> Percentiles | None:
@@ -421,6 +452,8 @@ class ControlLoop:
         """Arrival stamp of the sample the previous step took (a step waits only for a newer one)."""
         self._dropped_records = 0
         self._collector = Collector(self.clock)
+        self._thread_times = ProcTimes(steal=False)
+        """The control thread's schedstat (opened by its first call, on that thread): :class:`LateSplit`."""
         self.scheduling_note: str | None = None
         """Why the control thread runs without the requested priority or CPU (set by :meth:`start`)."""
         self._scheduled = threading.Event()
@@ -504,7 +537,7 @@ class ControlLoop:
             latency=t.percentiles(t.latency_ns, t.timed), compute=t.percentiles(t.compute_ns, t.timed),
             wake_late=t.percentiles(t.wake_late_ns, t.woken), state_waits=t.state_waits,
             state_wait=t.percentiles(t.state_wait_ns, t.state_waits), gc_max_ms=self._collector.max_ms,
-            late_woke=t.late_woke, late_in_gc=t.late_in_gc,
+            late_woke=t.late_woke, late_in_gc=t.late_in_gc, late_split=t.late_split(),
         )  # fmt: skip
 
     def recent_steps(self) -> str:
@@ -555,10 +588,13 @@ class ControlLoop:
         except BaseException as exc:  # the thread ends: no more LowCmd, records or lease beats
             self.fatal_error = self.fatal_error or f"control thread ended: {exc!r}"
             raise
+        finally:
+            self._thread_times.close()
 
     def _loop(self) -> None:
-        clock, timing = self.clock, self._timing
+        clock, timing, thread_times = self.clock, self._timing, self._thread_times
         deadline = clock.monotonic_ns() + self._period_ns
+        ended = thread_times()
         while not self._stop.is_set():
             woken = self._wake.wait(max(0.0, (deadline - clock.monotonic_ns()) / 1e9))
             if self._stop.is_set():
@@ -566,17 +602,23 @@ class ControlLoop:
             if woken:  # an e-stop: a step at once, off the grid
                 self._wake.clear()
                 self._guarded_step(self.states.newest, late=False)
+                ended = thread_times()
                 continue
             now = clock.monotonic_ns()
             timing.woke(now - deadline)
             self._last_wait_ns = 0
             self._guarded_step(self._take, timing.late_run > 0)
             finished = clock.monotonic_ns()
+            previous, ended = ended, thread_times()
             # late: the loop's own lateness past late_after_s; a wait for a state that had not come
             # (at most state_wait_s) is the robot stream's delay, which the state-age limit judges
             late = finished - self._last_wait_ns > deadline + self._late_after_ns
+            split = (0, 0, 0)
+            if late:  # from the previous step's end to this one's, the state wait left out
+                ran, queued = ended[0] - previous[0], ended[1] - previous[1]
+                split = (ran, queued, max(0, finished - deadline - self._last_wait_ns - ran - queued))
             timing.finished(late, now - deadline > self._late_after_ns,
-                            late and self._collector.overlapped(deadline, finished))
+                            late and self._collector.overlapped(deadline, finished), split)
             timing.recent.append((now - deadline, self._last_wait_ns, finished - now - self._last_wait_ns,
                                   finished - deadline))
             deadline += self._period_ns

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["STALL_AFTER_NS", "STALL_MARK", "ProcTimes", "Stall", "StallMeter", "Times"]
+from asap_ros.runtime.thread_times import ProcTimes, Times
+
+__all__ = ["STALL_AFTER_NS", "STALL_MARK", "Stall", "StallMeter"]
 
 STALL_AFTER_NS = 20_000_000
 """A gap between two LowState writes longer than this (ns) is a stall: one 50 Hz control period,
@@ -16,10 +16,6 @@ STALL_MARK = "rt/lowstate stalled"
 """How each stall's :meth:`Stall.line` begins (``asap_sim`` logs it; the test harness finds it by it)."""
 KEPT = 32
 """Stalls kept in full (the first ones); later ones are only counted."""
-
-Times = Callable[[], tuple[int, int, int]]
-"""``(on_cpu_ns, run_queue_ns, steal_ns)``: the calling thread's time on a CPU and runnable but
-waiting for one, and the whole machine's steal (vCPU time the hypervisor took), all cumulative."""
 
 
 @dataclass(frozen=True)
@@ -55,39 +51,6 @@ class Stall:
     def from_dict(cls, values: dict[str, float]) -> Stall:
         """The stall :meth:`as_dict` wrote (its derived ``other_ms`` ignored)."""
         return cls(**{name: values[name] for name in ("at_s", "gap_ms", "on_cpu_ms", "run_queue_ms", "steal_ms")})
-
-
-class ProcTimes:
-    """:data:`Times` of the thread that first calls it, from ``/proc/thread-self/schedstat`` and
-    ``/proc/stat`` (two ``pread`` calls, ~10 us). Where they cannot be read (not Linux, no
-    ``/proc``) every value stays 0 and :attr:`note` says why."""
-
-    def __init__(self) -> None:
-        self._thread_fd: int | None = None
-        self._stat_fd: int | None = None
-        self._ns_per_tick = 1e9 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 1e7
-        self.note: str | None = None
-
-    def __call__(self) -> tuple[int, int, int]:
-        if self.note is not None:
-            return 0, 0, 0
-        try:
-            if self._thread_fd is None:  # opened by the thread it describes: thread-self is resolved at open
-                self._thread_fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-                self._stat_fd = os.open("/proc/stat", os.O_RDONLY)
-            on_cpu, run_queue = os.pread(self._thread_fd, 128, 0).split()[:2]
-            steal_ticks = os.pread(self._stat_fd, 256, 0).split(b"\n", 1)[0].split()[8]  # "cpu user nice ... steal"
-            return int(on_cpu), int(run_queue), int(int(steal_ticks) * self._ns_per_tick)
-        except (OSError, ValueError, IndexError) as exc:
-            self.note = f"stall attribution unavailable: {exc}"
-            self.close()
-            return 0, 0, 0
-
-    def close(self) -> None:
-        for fd in (self._thread_fd, self._stat_fd):
-            if fd is not None:
-                os.close(fd)
-        self._thread_fd = self._stat_fd = None
 
 
 class StallMeter:

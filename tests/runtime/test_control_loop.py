@@ -192,6 +192,7 @@ def test_loop_runs_controller_on_the_wire_format(rig) -> None:
     assert stats.written >= sent - 1 and stats.withheld == 0 and stats.wake_late is not None
     flat = stats.as_dict()
     assert flat["deadline_misses"] == stats.late_steps and flat["latency_p99_us"] == stats.latency.p99_us
+    assert flat["late_ran_ms"] == stats.late_split.ran_ms and flat["late_off_cpu_ms"] == stats.late_split.off_cpu_ms
 
 
 def test_estop_is_written_before_the_next_deadline(make_rig) -> None:
@@ -721,7 +722,8 @@ def _cycles_collected_in(seconds: float) -> int:
 
 
 def test_late_steps_say_whether_the_thread_woke_late_or_a_collection_held_it(make_rig) -> None:
-    """A step that is slow by itself is late without waking late; a collection on the sink thread
+    """A step that is slow by itself is late without waking late (a sleep in it: off-CPU, not
+    running, by the thread's schedstat); a collection on the sink thread
     that holds the GIL past a deadline makes a step late, counted inside the collection."""
     cycles = _cycles_collected_in(0.08)  # measured before any other thread runs: alone, not contended
     rig = make_rig(actors=False, period_s=0.02, fault_injection=FaultInjection(parse_faults("slow=0.015@tick=30")))
@@ -733,6 +735,10 @@ def test_late_steps_say_whether_the_thread_woke_late_or_a_collection_held_it(mak
     slow = rig.loop.stats()
     late, woke = slow.late_steps - before.late_steps, slow.late_woke - before.late_woke
     assert late >= 1 and late - woke >= 1, (before, slow)  # step 30: 15 ms of its own
+    # that step slept 15 ms inside the step: off-CPU by the thread's own schedstat, not running
+    off = slow.late_split.off_cpu_ms - before.late_split.off_cpu_ms
+    ran = slow.late_split.ran_ms - before.late_split.ran_ms
+    assert off >= 14.0 and ran < off, (before.late_split, slow.late_split)
 
     garbage_at, made = len(rig.records) + 5, []
 
