@@ -125,8 +125,8 @@ def late_causes_line(stats: dict[str, Any]) -> str:
             f"(longest {stats['gc_max_ms']:.1f} ms); wake-up lateness p99 {stats.get('wake_late_p99_us', 0) / 1e3:.2f} / "
             f"max {stats.get('wake_late_max_us', 0) / 1e3:.1f} ms; compute p99 {stats.get('compute_p99_us', 0) / 1e3:.2f} / "
             f"max {stats.get('compute_max_us', 0) / 1e3:.1f} ms; from their deadlines to their ends the control "
-            f"thread ran {stats.get('late_ran_ms', 0):.1f} ms, waited {stats.get('late_cpu_wait_ms', 0):.1f} ms for a "
-            f"CPU and was neither {stats.get('late_off_cpu_ms', 0):.1f} ms (timer slack, the GIL, a lock, a fault)")
+            f"thread ran {stats['late_ran_ms']:.1f} ms, waited {stats['late_cpu_wait_ms']:.1f} ms for a "
+            f"CPU and was neither {stats['late_off_cpu_ms']:.1f} ms (timer slack, the GIL, a lock, a fault)")
 
 
 MAX_FAILED_STANDS = 3

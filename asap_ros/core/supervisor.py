@@ -48,10 +48,26 @@ from dataclasses import dataclass, field
 from asap_ros.core.lease import HANDOVER_GAP_NS, Beat, BeatFlag, Grant, Supervision
 from asap_ros.core.state_machine import Mode
 
-__all__ = ["Authority", "DeployView", "SupervisorCore", "SupervisorTiming", "Tick", "timing_problem"]
+__all__ = [
+    "ARMED",
+    "NOT_UNDER_GRANT",
+    "NO_DEPLOY",
+    "Authority",
+    "DeployView",
+    "SupervisorCore",
+    "SupervisorTiming",
+    "Tick",
+    "timing_problem",
+]
 
 RELEASE_MODES = frozenset({Mode.PASSIVE, Mode.DAMPING})
 """Modes in which the deploy node may get rt/lowcmd back: it applies no stiffness of its own."""
+ARMED = "armed (asap_deploy under its grant)"
+"""The state's words after ``WATCHING: `` when the deploy node's newest beat obeys this supervisor."""
+NOT_UNDER_GRANT = "not armed (asap_deploy heard, not yet under its grant)"
+"""... when a deploy node is heard but its verdict came from no grant of this supervisor yet."""
+NO_DEPLOY = "not armed (no asap_deploy heard)"
+"""... when no live deploy node is heard."""
 
 
 class Authority(enum.Enum):
@@ -344,10 +360,10 @@ class SupervisorCore:
         obeyed. A deploy node heard but bound to no grant of this supervisor yet is not armed."""
         deploy = self.deploy
         if deploy is None or deploy.exited is not None:
-            return "not armed (no asap_deploy heard)"
+            return NO_DEPLOY
         if deploy.beat.supervisor != self.session or deploy.beat.flags & BeatFlag.TOOK_BACK:
-            return "not armed (asap_deploy heard, not yet under its grant)"
-        return "armed (asap_deploy under its grant)"
+            return NOT_UNDER_GRANT
+        return ARMED
 
     def drain_events(self) -> list[str]:
         events, self.events = self.events, []

@@ -6,6 +6,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from asap_ros.core.supervisor import ARMED, NOT_UNDER_GRANT
 from asap_ros.doctor.report import Check, fail, ok, warn
 
 DEPLOY_NODE = "asap_deploy"
@@ -123,12 +124,12 @@ def check_graph(graph: RosGraph) -> list[Check]:
     if state is None:
         checks.append(warn("ros asap_supervisor", f"running, but no {SUPERVISOR_STATE_TOPIC} arrived",
                            "check both sides use the same RMW_IMPLEMENTATION and ROS_DOMAIN_ID"))
-    elif state.startswith(f"{WATCHING}: armed") and "held" not in state:
+    elif state.startswith(f"{WATCHING}: {ARMED}") and "held" not in state:
         checks.append(ok("ros asap_supervisor", f"{state} (takes over if asap_deploy dies or hangs)"))
     elif state.startswith(WATCHING) and "held" in state:
         checks.append(fail("ros asap_supervisor", f"{state}: the deploy node refuses Reset, Stand and Start",
                            "release the remote's combo, then asap-ros ctl reset"))
-    elif state.startswith(f"{WATCHING}: not armed (asap_deploy heard"):
+    elif state.startswith(f"{WATCHING}: {NOT_UNDER_GRANT}"):
         checks.append(fail("ros asap_supervisor", f"{state}: a takeover or e-stop it grants now would not be "
                            "obeyed", "wait one lease (a supervisor just started); if it stays, check that its "
                            "grants reach asap_deploy (same dds_domain and network_interface) and that only one "

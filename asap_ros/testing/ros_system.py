@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from asap_ros.core.supervisor import ARMED
 from asap_ros.sim.process import dying_with_this_process, stop_gracefully
 from asap_ros.sim.stalls import Stall
 from asap_ros.testing.sim_process import SimProcess
@@ -355,7 +356,7 @@ class System:
         self._supervisor_runs += 1
         self.supervisor = node_process("supervisor_node", self.domain, self.supervisor_params,
                                        self.logs / f"supervisor{self._supervisor_runs}.log")
-        ready = ("WATCHING: armed", TAKEOVER) if self.deploy is not None and self.deploy.poll() is None \
+        ready = (f"WATCHING: {ARMED}", TAKEOVER) if self.deploy is not None and self.deploy.poll() is None \
             else ("WATCHING", TAKEOVER)
         assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state", "").startswith(ready),
                                    30.0), (self.ros.latched, self.log("supervisor"))
