@@ -43,7 +43,7 @@ from record_session import (  # the sibling benchmark (benchmarks/ is the script
     late_causes_line,
 )
 
-from asap_ros.bench.floor_probe import FloorProbe, beside_the_floor
+from asap_ros.bench.floor_probe import FloorProbe, beside_the_floor, with_a_step
 from asap_ros.runtime.dds import process_domain
 from asap_ros.testing.ros_system import TEST_DEPLOY_PARAMS, System, node_process, simulator_line
 
@@ -151,6 +151,7 @@ def main() -> None:
         print(f"{name}: p50 {p50:.0f} us  p90 {p90:.0f} us  p99 {p99:.0f} us  max {pmax:.0f} us")
     print(f"deadline misses (late steps, > 5 ms past the deadline): {misses}  (logs: {logs})")
     print(beside_the_floor([r[1] for r in rows[first_step:last_step]], probe.lateness, step_probe.lateness))
+    print(with_a_step(probe.late_ns, float(np.median(compute_us)) * 1e3))
     print(simulator_line(system.sim.stats()))
     print(late_causes_line(deploy_loop_stats(logs / "deploy1.log")))
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.bench.floor_probe import FloorProbe, Lateness, beside_the_floor
+from asap_ros.bench.floor_probe import FloorProbe, Lateness, beside_the_floor, with_a_step
 from asap_ros.recording import topics as T
 from asap_ros.runtime.dds import process_domain
 from asap_ros.testing.ros_system import TEST_DEPLOY_PARAMS, System, node_process, simulator_line
@@ -174,7 +174,8 @@ def run_motions(system: System, duration_s: float) -> tuple[int, list[str], str 
 
 
 def read_bag(bag: Path) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
-    """Messages per topic read back with rosbags, the LowState ticks and the policy-step control ticks."""
+    """Messages per topic read back with rosbags, the LowState ticks, and per policy step its
+    control tick, latency (ns), late flag and compute time (ns)."""
     from rosbags.rosbag2 import Reader
 
     from asap_ros.g1.layout import LOWSTATE_WIRE
@@ -190,8 +191,8 @@ def read_bag(bag: Path) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
                 lowstate_ticks.append(int(LOWSTATE_WIRE.from_cdr(raw)["tick"]))
             elif connection.topic == T.POLICY_STEP:
                 step = store.deserialize_cdr(raw, connection.msgtype)
-                steps.append((step.control_tick, step.latency_ns, step.late))
-    return counts, np.asarray(lowstate_ticks), np.asarray(steps, dtype=np.int64).reshape(-1, 3)
+                steps.append((step.control_tick, step.latency_ns, step.late, step.compute_ns))
+    return counts, np.asarray(lowstate_ticks), np.asarray(steps, dtype=np.int64).reshape(-1, 4)
 
 
 def missing(recorded: np.ndarray, expected: np.ndarray) -> str:
@@ -224,16 +225,19 @@ def per_message_costs(samples: int = 2000) -> dict[str, float]:
 
 
 def print_latency(steps: np.ndarray, sim: dict[str, Any], probe: Lateness | None = None,
-                  step_probe: Lateness | None = None) -> None:
+                  step_probe: Lateness | None = None, probe_late_ns: list[int] | None = None,
+                  compute_ns: np.ndarray | None = None) -> None:
     """Step latency (LowCmd write - LowState arrival) over the recorded steps built from a
-    LowState, deadline misses beside the floor and step probes', and the simulator's LowState
-    publish gaps."""
+    LowState, deadline misses beside the floor and step probes' (and the floor probe's wake-ups
+    with the loop's median step added), and the simulator's LowState publish gaps."""
     latency_ms = steps[steps[:, 1] > 0, 1] / 1e6
     p50, p99, pmax = np.percentile(latency_ms, [50, 99, 100])
     print(f"control step latency over {len(latency_ms)} steps: p50 {p50:.2f} ms  p99 {p99:.2f} ms  max {pmax:.2f} ms; "
           f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {int(steps[:, 2].sum())}")
     if probe is not None:
         print(beside_the_floor(steps[:, 2].astype(bool), probe, step_probe))
+    if probe_late_ns and compute_ns is not None and len(compute_ns):
+        print(with_a_step(probe_late_ns, float(np.median(compute_ns))))
     print(simulator_line(sim))
 
 
@@ -321,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"UDP datagrams dropped on the recorder's sockets (receive buffer full): {drops}")
     print(f"every published message recorded: {'yes' if complete else 'NO'}")
     print(f"recorder CPU: {cpu / wall * 100:.1f} % of one core over {wall:.0f} s; peak RSS {rss:.0f} MB")
-    print_latency(steps, sim, probe.lateness, step_probe.lateness)
+    print_latency(steps, sim, probe.lateness, step_probe.lateness, probe.late_ns, steps[steps[:, 1] > 0, 3])
     print(late_causes_line(deploy_loop_stats(logs / "deploy1.log")))
     costs = per_message_costs()
     print(f"per LowState: raw bytes into the bag {costs['raw_write_us']:.1f} µs; "

@@ -32,7 +32,10 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("realtime_priority", default_value="80",
                               description="SCHED_FIFO priority of the control thread (needs CAP_SYS_NICE; 0 = normal)"),
         DeclareLaunchArgument("supervisor_priority", default_value="85",
-                              description="SCHED_FIFO priority of the supervisor's grant and watchdog threads"),
+                              description="SCHED_FIFO priority of the supervisor's watchdog thread"),
+        DeclareLaunchArgument("supervisor_receive_priority", default_value="79",
+                              description="SCHED_FIFO priority of the supervisor's DDS receive threads and beat, "
+                                          "grant and rt/lowcmd readers: below the control thread"),
         DeclareLaunchArgument("control_cpu", default_value="-1",
                               description="CPU kept for the control thread alone (e.g. one in isolcpus); -1 = not pinned"),
         Node(
@@ -57,7 +60,9 @@ def generate_launch_description() -> LaunchDescription:
             parameters=[
                 PathJoinSubstitution([config, "supervisor.yaml"]),
                 {**network, "estop_combo": LaunchConfiguration("estop_combo"),
-                 "realtime_priority": ParameterValue(LaunchConfiguration("supervisor_priority"), value_type=int)},
+                 "realtime_priority": ParameterValue(LaunchConfiguration("supervisor_priority"), value_type=int),
+                 "receive_priority": ParameterValue(LaunchConfiguration("supervisor_receive_priority"),
+                                                    value_type=int)},
             ],
         ),
     ])

@@ -32,7 +32,7 @@ import numpy as np
 
 from asap_ros.runtime.scheduling import run_realtime
 
-__all__ = ["FloorProbe", "Lateness", "beside_the_floor", "lateness_summary", "main", "probe"]
+__all__ = ["FloorProbe", "Lateness", "beside_the_floor", "lateness_summary", "main", "probe", "with_a_step"]
 
 Work = Callable[[], object]
 """What the step probe runs after each wake-up (its result is ignored)."""
@@ -115,6 +115,17 @@ def beside_the_floor(late_flags: np.ndarray | list[bool], probe: Lateness, step_
         lines.append(step_probe.line("step probe (the same step alone in a process, same priority, same run)")
                      + f": {_ratio(step_probe.share, probe, 'floor probe')}")
     return "\n".join(lines)
+
+
+def with_a_step(probe_late_ns: np.ndarray | list[int], step_ns: float, late_after_ns: int = LATE_AFTER_NS) -> str:
+    """The floor probe's wake-ups after which a step of ``step_ns`` (the loop's median) would have
+    ended more than ``late_after_ns`` past the deadline: the misses a loop with that step gets from
+    this machine alone, its own misses included."""
+    late = np.asarray(probe_late_ns, dtype=np.int64)
+    would = int((late + step_ns > late_after_ns).sum())
+    share = would / len(late) if len(late) else 0.0
+    return (f"floor probe with the loop's median step ({step_ns / 1e6:.2f} ms) after each wake-up: {would} of "
+            f"{len(late)} would end late > {late_after_ns / 1e6:g} ms ({100 * share:.3f}%)")
 
 
 def _ratio(share: float, other: Lateness, name: str) -> str:

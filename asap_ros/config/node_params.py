@@ -98,8 +98,9 @@ SUPERVISOR_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("takeover_after_ms", "float", "stream damping when deploy is silent this long", low=25.0, high=1000.0),
     ParamSpec("estop_obey_ms", "float", "deploy must send damping this soon after an e-stop", low=10.0, high=1000.0),
     ParamSpec("lease_ms", "float", "how long one grant lets the deploy node write rt/lowcmd", low=20.0, high=1000.0),
-    ParamSpec("realtime_priority", "int", "SCHED_FIFO priority of the grant and watchdog threads (0 = normal)",
-              low=0, high=99),
+    ParamSpec("realtime_priority", "int", "SCHED_FIFO priority of the watchdog thread (0 = normal)", low=0, high=99),
+    ParamSpec("receive_priority", "int", "SCHED_FIFO priority of the DDS receive threads and the beat, grant and "
+              "rt/lowcmd readers (0 = as the node's other threads)", low=0, high=99),
     ParamSpec("damping_rate_hz", "float", "rate of the supervisor's own damping stream", low=10.0, high=1000.0),
     ParamSpec("estop_combo", "str", "wireless-remote buttons that e-stop, e.g. L2+B"),
     ParamSpec("terminal_estop", "bool", "ENTER on an interactive stdin e-stops"),

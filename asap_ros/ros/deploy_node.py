@@ -40,7 +40,7 @@ from asap_ros.core.errors import ConfigError, RejectedRequest
 from asap_ros.core.state_machine import Reset, Stand, Start
 from asap_ros.ros.node_main import EXIT_OK, NodeBehaviour, run_node
 from asap_ros.ros.parameters import NodeParams
-from asap_ros.runtime.scheduling import run_realtime
+from asap_ros.runtime.scheduling import below, run_realtime
 
 NODE_NAME = "asap_deploy"
 MODE_CHECK_S = 0.1
@@ -94,9 +94,10 @@ class DeployNode(NodeBehaviour):
         check_control_rate(p["control_rate_hz"], self.controller, source)
         self.params.set_validator(self._check_params)
 
-        # the node's other threads (executor, sinks, DDS) one below the control thread: above the
-        # machine's ordinary work, so none is preempted while it holds the GIL the control thread needs
-        self.scheduling_note = run_realtime(p["realtime_priority"] - 1) if p["realtime_priority"] > 1 else None
+        # the node's other threads (executor, sinks, DDS receive) one below the control thread: above
+        # the machine's ordinary work, never above the step (scheduling.below)
+        others = below(p["realtime_priority"])
+        self.scheduling_note = run_realtime(others) if others else None
         self.dds = DdsControl(
             self.controller,
             p["dds_domain"],
@@ -108,7 +109,7 @@ class DeployNode(NodeBehaviour):
             cpus=self._control_cpus(p["control_cpu"]),
             supervised=p["supervised"],
             fault_injection=FaultInjection.from_env(),
-            receive_priority=p["realtime_priority"] + 1 if p["realtime_priority"] else 0,
+            receive_priority=others,
             mocap_topic=dds_topic(node.resolve_topic_name(MOCAP_TOPIC)),
         )
         self.loop = self.dds.loop

@@ -84,6 +84,9 @@ class SupervisorNode(NodeBehaviour):
         problem = timing_problem(p["takeover_after_ms"], p["lease_ms"])
         if problem is not None:
             raise ConfigError(p.source, problem[0], problem[1], p["lease_ms"])
+        if p["realtime_priority"] and p["receive_priority"] >= p["realtime_priority"]:
+            raise ConfigError(p.source, "receive_priority", f"must be below realtime_priority ({p['realtime_priority']}): "
+                              "the watchdog must run whatever its readers are doing", p["receive_priority"])
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # the watchdog waits at most that for the GIL
         self._combo = ComboDetector(parse_combo(p["estop_combo"], p.source, "estop_combo"))
         self._combo_name = f"wireless remote {'+'.join(sorted(self._combo.combo))}"
@@ -145,11 +148,14 @@ class SupervisorNode(NodeBehaviour):
         from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, init_channels
 
         priority = self.params["realtime_priority"]
-        if priority > 1:  # the node's other threads (executor, DDS) just below its watchdog: see asap_deploy
+        if priority > 1:  # the node's other threads (executor, remote-button watch) just below its watchdog
             note = run_realtime(priority - 1)
             if note:
                 self._log.append(("warning", note))
-        init_channels(domain, interface, receive_priority=priority)
+        # the receivers of the deploy node's beats and commands below its control thread: each step's
+        # writes wake them, and above it they would preempt the step that sent them
+        receive = self.params["receive_priority"]
+        init_channels(domain, interface, receive_priority=receive)
         self._writer = RawWriter(LOWCMD_TOPIC, LowCmd_)
         self._grants = RawWriter(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS)
         # raw bytes: the SDK's Python deserialiser would cost ~0.5 ms per LowState;
@@ -157,11 +163,11 @@ class SupervisorNode(NodeBehaviour):
         self._lowstate = PolledReader(LOWSTATE_TOPIC, LowState_)
         # started once assigned: their handlers look the writer's participant up on the reader itself
         self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._guarded("rt/lowcmd", self._on_lowcmd),
-                                        ignore_local=True, realtime_priority=priority, start=False)
+                                        ignore_local=True, realtime_priority=receive, start=False)
         self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._guarded("beats", self._on_beat), qos=BEAT_QOS,
-                                      realtime_priority=priority, start=False)
+                                      realtime_priority=receive, start=False)
         self._grant_reader = RawReader(GRANT_TOPIC, SupervisorGrant_, self._guarded("grants", self._on_grant),
-                                       qos=GRANT_QOS, ignore_local=True, realtime_priority=priority, start=False)
+                                       qos=GRANT_QOS, ignore_local=True, realtime_priority=receive, start=False)
         for reader in (self._lowcmd_reader, self._beat_reader, self._grant_reader):
             reader.start()
 

@@ -14,6 +14,19 @@ thread needs releases it within 0.1 ms (CPython's default is 5 ms)."""
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 
+def below(priority: int) -> int:
+    """The SCHED_FIFO priority one below ``priority``; 0 (normal scheduling) below 0 or 1.
+
+    The control thread's process runs every other thread here: Python threads (none preempted by
+    ordinary work while it holds the GIL the control thread needs) and Cyclone's receive threads.
+    A receive thread above the control thread would preempt its step whenever a sample arrived,
+    and the step's own writes wake receivers on this machine: the control thread takes the newest
+    ``rt/lowstate`` and grant at its deadline, so a sample that waits out a step (~1 ms) loses
+    nothing.
+    """
+    return priority - 1 if priority > 1 else 0
+
+
 def name_os_thread(name: str | None = None) -> None:
     """Give the calling thread its Python name (``threading.current_thread().name``, or ``name``) in
     the kernel too, as ``ps -L``, ``top -H`` and ``perf sched`` show it (Linux keeps 15 bytes)."""

@@ -47,9 +47,10 @@ TEST_DEPLOY_PARAMS = {
 """Shipped values for everything else: the 50 ms state age, the 5 ms late-step margin and the
 control thread at SCHED_FIFO 80, as robot.launch.py runs it."""
 
-TEST_SUPERVISOR_PARAMS = {"realtime_priority": 85}
-"""The grant and watchdog threads above the deploy node's control thread, as robot.launch.py runs
-them; the shipped 150 ms lease, 200 ms takeover and 60 ms e-stop obey window."""
+TEST_SUPERVISOR_PARAMS = {"realtime_priority": 85, "receive_priority": 79}
+"""The watchdog above the deploy node's control thread and the readers of its beats and commands
+just below it, as robot.launch.py runs them; the shipped 150 ms lease, 200 ms takeover and 60 ms
+e-stop obey window."""
 
 
 def stiff_controller_config(folder: Path) -> Path:

@@ -8,7 +8,15 @@ import time
 
 import pytest
 
-from asap_ros.bench.floor_probe import FloorProbe, Lateness, beside_the_floor, lateness_summary, main, probe
+from asap_ros.bench.floor_probe import (
+    FloorProbe,
+    Lateness,
+    beside_the_floor,
+    lateness_summary,
+    main,
+    probe,
+    with_a_step,
+)
 
 MS = 1_000_000
 
@@ -37,6 +45,13 @@ def test_the_loop_is_printed_beside_both_probes_with_the_ratios() -> None:
     assert text[2].startswith("step probe (the same step alone in a process, same priority, same run): 4 of 1000")
     assert text[2].endswith(": 2.00x the floor probe's share")
     assert beside_the_floor([False], Lateness(1, 0, 0, 0, 0, 0)).splitlines()[0].endswith("the probe missed none")
+
+
+def test_a_step_added_to_each_floor_wake_up_counts_what_the_machine_alone_makes_late() -> None:
+    late = [0.1 * MS, 4.2 * MS, 3.9 * MS, 5.5 * MS, 0.2 * MS]  # 4.2 + 0.85 > 5; 3.9 + 0.85 is not
+
+    assert with_a_step(late, 0.85 * MS) == ("floor probe with the loop's median step (0.85 ms) after each wake-up: "
+                                            "2 of 5 would end late > 5 ms (40.000%)")
 
 
 def test_with_work_the_probe_counts_lateness_at_the_work_s_end() -> None:

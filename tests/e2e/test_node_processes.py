@@ -113,6 +113,13 @@ def test_sigterm_closes_the_recorders_bag(tmp_path: Path, dds_domain: int) -> No
     assert (tmp_path / "bag" / "metadata.yaml").is_file()
 
 
+def test_the_supervisor_refuses_readers_at_or_above_its_watchdog(dds_domain: int) -> None:
+    line = refusal("asap_supervisor", node("asap_supervisor", "--ros-args", "-p", "realtime_priority:=85",
+                                           "-p", "receive_priority:=85", domain=dds_domain))
+    assert line == ("asap_supervisor: refusing to start: ROS parameters of /asap_supervisor: receive_priority: must "
+                    "be below realtime_priority (85): the watchdog must run whatever its readers are doing (got 85)")
+
+
 def test_the_supervisor_refuses_a_lease_as_long_as_its_takeover(dds_domain: int) -> None:
     """A hung deploy node's lease must have run out when the supervisor takes over."""
     line = refusal("asap_supervisor", node("asap_supervisor", "--ros-args", "-p", "lease_ms:=200.0",

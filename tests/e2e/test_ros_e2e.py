@@ -34,21 +34,24 @@ def deploy_writer(system: System, since_ns: int) -> int:
 
 def test_every_thread_on_the_control_path_runs_at_its_priority(system):
     """SCHED_FIFO as robot.launch.py asks (TEST_DEPLOY_PARAMS / TEST_SUPERVISOR_PARAMS): the control
-    thread at 80, Cyclone's receive threads one above, the node's other Python threads (executor,
-    sinks) one below, so none is preempted by ordinary work while it holds the GIL the control
-    thread waits for; the supervisor's watchdog at 85, its other threads at 84; the simulator's
-    physics at 90."""
+    thread at 80, the node's other threads (executor, sinks, Cyclone's receive threads) one below,
+    so none is preempted by ordinary work while it holds the GIL the control thread waits for and
+    none preempts a step; the supervisor's watchdog at 85, its executor and remote-button watch at
+    84, its DDS receive threads and the readers of the deploy node's beats and commands at 79 (each
+    step's writes wake them); the simulator's physics at 90."""
     if not fifo_permitted():
         pytest.skip("SCHED_FIFO is not permitted here: the nodes run at normal priority (and say so)")
     fifo = os.SCHED_FIFO
     deploy = thread_scheduling(system.deploy.pid)
     assert deploy["asap-control"] == {(fifo, 80)}, deploy
-    assert deploy["recv"] == {(fifo, 81)}, deploy
+    assert deploy["recv"] == {(fifo, 79)}, deploy
     assert deploy["MainThread"] == {(fifo, 79)}, deploy  # the rclpy executor
     assert deploy["asap-sinks"] == {(fifo, 79)}, deploy
     supervisor = thread_scheduling(system.supervisor.pid)
     assert supervisor["asap-watchdog"] == {(fifo, 85)}, supervisor
-    assert supervisor["recv"] == {(fifo, 85)}, supervisor
+    assert supervisor["recv"] == {(fifo, 79)}, supervisor
+    for reader in ("dds rt/lowcmd", "dds rt/asap/dep", "dds rt/asap/sup"):  # 15 bytes of "dds <topic>"
+        assert supervisor[reader] == {(fifo, 79)}, supervisor
     assert supervisor["MainThread"] == {(fifo, 84)}, supervisor
     assert supervisor["asap-robot"] == {(fifo, 84)}, supervisor
     sim = thread_scheduling(system.sim.process.pid)  # the robot's board: above the loop

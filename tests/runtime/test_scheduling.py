@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from asap_ros.runtime.scheduling import fifo_permitted, run_realtime
+from asap_ros.runtime.scheduling import below, fifo_permitted, run_realtime
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="no POSIX thread scheduling")
 
@@ -39,3 +39,8 @@ def test_probing_for_fifo_keeps_a_realtime_thread_at_its_priority() -> None:
 
 def test_probing_for_fifo_leaves_a_normal_thread_normal() -> None:
     assert _in_thread(fifo_permitted) == (os.SCHED_OTHER, 0)
+
+
+@pytest.mark.parametrize(("priority", "others"), [(80, 79), (2, 1), (1, 0), (0, 0)])
+def test_the_control_process_s_other_threads_run_one_below_it_or_normal(priority: int, others: int) -> None:
+    assert below(priority) == others
