@@ -20,7 +20,7 @@ def below(priority: int) -> int:
     The control thread's process runs every other thread here: Python threads (none preempted by
     ordinary work while it holds the GIL the control thread needs) and Cyclone's receive threads.
     A receive thread above the control thread would preempt its step whenever a sample arrived,
-    and the step's own writes wake receivers on this machine: the control thread takes the newest
+    and the step's own writes wake the receivers on its host: the control thread takes the newest
     ``rt/lowstate`` and grant at its deadline, so a sample that waits out a step (~1 ms) loses
     nothing.
     """
