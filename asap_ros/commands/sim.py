@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rt-priority", type=int, default=DEFAULT_RT_PRIORITY, metavar="N",
         help=f"SCHED_FIFO priority (2-89) of the control thread; the simulator's physics runs {SIMULATOR_ABOVE} above it "
-        "(the robot's own board), this process's other threads (DDS receive too) one below; 0: "
+        "(the robot's own board), this process's DDS receive threads one above, its other threads one below; 0: "
         f"normal scheduling (default {DEFAULT_RT_PRIORITY}; without root or CAP_SYS_NICE the run says so and uses "
         "normal scheduling)",
     )  # fmt: skip
@@ -208,7 +208,7 @@ class RealTimeRun:
         # publish_steps: the same samples asap_deploy publishes, for asap_recorder
         control = DdsControl(self.setup.controller, domain, "lo", publish_steps=recording,
                              realtime_priority=self.rt_priority, fault_injection=FaultInjection.from_env(),
-                             receive_priority=below(self.rt_priority),
+                             receive_priority=self.rt_priority + 1 if self.rt_priority else 0,
                              mocap_topic=root_dds_topic(MocapConfig().topic) if recording else None)
         self._closers.append(control)
         self.loop = control.loop

@@ -94,8 +94,7 @@ class DeployNode(NodeBehaviour):
         check_control_rate(p["control_rate_hz"], self.controller, source)
         self.params.set_validator(self._check_params)
 
-        # the node's other threads (executor, sinks, DDS receive) one below the control thread: above
-        # the machine's ordinary work, never above the step (scheduling.below)
+        # the node's other threads (executor, sinks) one below the control thread (scheduling.below)
         others = below(p["realtime_priority"])
         self.scheduling_note = run_realtime(others) if others else None
         self.dds = DdsControl(
@@ -109,7 +108,9 @@ class DeployNode(NodeBehaviour):
             cpus=self._control_cpus(p["control_cpu"]),
             supervised=p["supervised"],
             fault_injection=FaultInjection.from_env(),
-            receive_priority=others,
+            # one above: after a stall of the process they deliver the queued supervisor word before
+            # the first step judges (else it blames the state's age for the supervisor's takeover)
+            receive_priority=p["realtime_priority"] + 1 if p["realtime_priority"] else 0,
             mocap_topic=dds_topic(node.resolve_topic_name(MOCAP_TOPIC)),
         )
         self.loop = self.dds.loop

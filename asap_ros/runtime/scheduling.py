@@ -15,15 +15,9 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 
 def below(priority: int) -> int:
-    """The SCHED_FIFO priority one below ``priority``; 0 (normal scheduling) below 0 or 1.
-
-    The control thread's process runs every other thread here: Python threads (none preempted by
-    ordinary work while it holds the GIL the control thread needs) and Cyclone's receive threads.
-    A receive thread above the control thread would preempt its step whenever a sample arrived,
-    and the step's own writes wake the receivers on its host: the control thread takes the newest
-    ``rt/lowstate`` and grant at its deadline, so a sample that waits out a step (~1 ms) loses
-    nothing.
-    """
+    """The SCHED_FIFO priority one below ``priority``; 0 (normal scheduling) below 0 or 1: the
+    control thread's process runs its other Python threads here, above the machine's ordinary work
+    (none is preempted while it holds the GIL the control thread needs) and never above a step."""
     return priority - 1 if priority > 1 else 0
 
 

@@ -26,8 +26,9 @@ class DdsControl:
     ``supervised``: write ``rt/lowcmd`` only under ``asap_supervisor``'s lease
     (:class:`~asap_ros.runtime.arbitration.LowCmdArbiter`; DAMPING latched two control periods
     before an unanswered lease runs out). ``receive_priority``: Cyclone DDS's receive threads
-    under SCHED_FIFO (:func:`asap_ros.runtime.dds.init_channels`): below the control thread
-    (:func:`~asap_ros.runtime.scheduling.below`), above the machine's ordinary work. ``mocap_topic``: the DDS
+    under SCHED_FIFO (:func:`asap_ros.runtime.dds.init_channels`), above the control thread, so
+    rt/lowstate and the grants reach it however busy the machine is, and after a stall of the
+    process the queued ones before its first step. ``mocap_topic``: the DDS
     topic of the motion-capture pose (``rt/mocap/pose``), polled by the control thread after each
     write (:class:`~asap_ros.runtime.mocap.MocapStamps`); None: no mocap.
     """
