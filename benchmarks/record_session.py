@@ -225,19 +225,19 @@ def per_message_costs(samples: int = 2000) -> dict[str, float]:
 
 
 def print_latency(steps: np.ndarray, sim: dict[str, Any], probe: Lateness | None = None,
-                  step_probe: Lateness | None = None, probe_late_ns: list[int] | None = None,
-                  compute_ns: np.ndarray | None = None) -> None:
+                  step_probe: Lateness | None = None, probe_late_ns: list[int] | None = None) -> None:
     """Step latency (LowCmd write - LowState arrival) over the recorded steps built from a
     LowState, deadline misses beside the floor and step probes' (and the floor probe's wake-ups
     with the loop's median step added), and the simulator's LowState publish gaps."""
-    latency_ms = steps[steps[:, 1] > 0, 1] / 1e6
+    from_a_state = steps[:, 1] > 0
+    latency_ms = steps[from_a_state, 1] / 1e6
     p50, p99, pmax = np.percentile(latency_ms, [50, 99, 100])
     print(f"control step latency over {len(latency_ms)} steps: p50 {p50:.2f} ms  p99 {p99:.2f} ms  max {pmax:.2f} ms; "
           f"deadline misses (> {LATE_AFTER_MS:g} ms past the deadline): {int(steps[:, 2].sum())}")
     if probe is not None:
         print(beside_the_floor(steps[:, 2].astype(bool), probe, step_probe))
-    if probe_late_ns and compute_ns is not None and len(compute_ns):
-        print(with_a_step(probe_late_ns, float(np.median(compute_ns))))
+    if probe_late_ns:
+        print(with_a_step(probe_late_ns, float(np.median(steps[from_a_state, 3]))))
     print(simulator_line(sim))
 
 
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"UDP datagrams dropped on the recorder's sockets (receive buffer full): {drops}")
     print(f"every published message recorded: {'yes' if complete else 'NO'}")
     print(f"recorder CPU: {cpu / wall * 100:.1f} % of one core over {wall:.0f} s; peak RSS {rss:.0f} MB")
-    print_latency(steps, sim, probe.lateness, step_probe.lateness, probe.late_ns, steps[steps[:, 1] > 0, 3])
+    print_latency(steps, sim, probe.lateness, step_probe.lateness, probe.late_ns)
     print(late_causes_line(deploy_loop_stats(logs / "deploy1.log")))
     costs = per_message_costs()
     print(f"per LowState: raw bytes into the bag {costs['raw_write_us']:.1f} µs; "

@@ -43,7 +43,7 @@ from asap_ros.g1.layout import LOWCMD_TOPIC, LOWCMD_WIRE, LOWSTATE_TOPIC, LOWSTA
 from asap_ros.ros.node_main import EXIT_OK, NodeBehaviour, run_node
 from asap_ros.ros.parameters import NodeParams
 from asap_ros.runtime.arbitration import decode_beat, decode_grant, encode_grant, host_id, new_session
-from asap_ros.runtime.scheduling import GIL_SWITCH_INTERVAL_S, name_os_thread, run_realtime
+from asap_ros.runtime.scheduling import GIL_SWITCH_INTERVAL_S, below, name_os_thread, run_realtime
 
 __all__ = ["NODE_NAME", "SupervisorNode", "main"]
 
@@ -147,9 +147,9 @@ class SupervisorNode(NodeBehaviour):
         )
         from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, init_channels
 
-        priority = self.params["realtime_priority"]
-        if priority > 1:  # the node's other threads (executor, remote-button watch) just below its watchdog
-            note = run_realtime(priority - 1)
+        others = below(self.params["realtime_priority"])
+        if others:  # the node's other threads (executor, remote-button watch) just below its watchdog
+            note = run_realtime(others)
             if note:
                 self._log.append(("warning", note))
         # the receivers of the deploy node's beats and commands below its control thread: each step's

@@ -15,9 +15,10 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 
 def below(priority: int) -> int:
-    """The SCHED_FIFO priority one below ``priority``; 0 (normal scheduling) below 0 or 1: the
-    control thread's process runs its other Python threads here, above the machine's ordinary work
-    (none is preempted while it holds the GIL the control thread needs) and never above a step."""
+    """The SCHED_FIFO priority one below ``priority``; 0 (normal scheduling) below 0 or 1: a process
+    with a real-time thread (the control loop, the supervisor's watchdog) runs its other Python
+    threads here, above the machine's ordinary work (none is preempted while it holds the GIL that
+    thread needs) and never above it."""
     return priority - 1 if priority > 1 else 0
 
 
