@@ -145,8 +145,10 @@ class OpenLoopReplayer:
         self.sim = sim or TrainerSim()
         self.keypoints = keypoints or KeypointModel()
         self.reset_velocity = reset_velocity
-        self._velocities: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._recorded_keypoints: dict[int, np.ndarray] = {}
+        # keyed by id(rows), each entry holding its rows alive: an id names one object only while that
+        # object lives, and a freed MotionRows' id is soon another's
+        self._velocities: dict[int, tuple[MotionRows, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self._recorded_keypoints: dict[int, tuple[MotionRows, np.ndarray]] = {}
 
     # --- per motion -----------------------------------------------------------------------------
     def check_rate(self, rows: MotionRows) -> None:
@@ -157,8 +159,8 @@ class OpenLoopReplayer:
 
     def velocities(self, rows: MotionRows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Root linear and angular velocity (world) and joint velocities to reset to, per row."""
-        key = id(rows)
-        if key not in self._velocities:
+        cached = self._velocities.get(id(rows))
+        if cached is None:
             if self.reset_velocity == TRAINER:
                 found = (root_linear_velocity(rows.root_pos, rows.dt), root_angular_velocity(rows.root_quat_wxyz, rows.dt),
                          joint_velocity(rows.dof, rows.dt))  # fmt: skip
@@ -168,14 +170,15 @@ class OpenLoopReplayer:
                 problem = ("--reset-velocity recorded needs root_lin_vel, root_ang_vel and dof_vel; the file has "
                            "none (use --reset-velocity trainer)")  # fmt: skip
                 raise ConfigError(rows.source, f"{rows.name}.dof_vel", problem)
-            self._velocities[key] = found
-        return self._velocities[key]
+            cached = self._velocities[id(rows)] = (rows, found)
+        return cached[1]
 
     def recorded_keypoints(self, rows: MotionRows) -> np.ndarray:
-        key = id(rows)
-        if key not in self._recorded_keypoints:
-            self._recorded_keypoints[key] = self.keypoints.keypoints(rows.root_pos, rows.root_quat_wxyz, rows.dof)
-        return self._recorded_keypoints[key]
+        cached = self._recorded_keypoints.get(id(rows))
+        if cached is None:
+            keypoints = self.keypoints.keypoints(rows.root_pos, rows.root_quat_wxyz, rows.dof)
+            cached = self._recorded_keypoints[id(rows)] = (rows, keypoints)
+        return cached[1]
 
     def state_at(self, rows: MotionRows, row: int) -> BodyState:
         lin, ang, dof_vel = self.velocities(rows)

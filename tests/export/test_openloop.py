@@ -197,6 +197,25 @@ def test_reset_velocity_recorded_needs_the_velocity_keys(nominal_rows, axes, rep
     assert len(run_openloop([rows], trainer, 1.0, 1.0).windows) == 1
 
 
+def test_the_replayer_never_serves_one_motion_the_figures_of_another(nominal_rows, axes, sim):
+    # motions loaded one after another, each freed before the next: the one without velocities must be
+    # refused and each must get its own recorded keypoints, whichever address it lands at
+    replayer = OpenLoopReplayer(sim)
+    fields = _export_fields(nominal_rows, nominal_rows.action, axes)
+    bare = {k: v for k, v in fields.items() if k not in ("root_lin_vel", "root_ang_vel", "dof_vel")}
+    for i in range(40):
+        rows = rows_from_fields(dict(fields), "m", "m", "m.pkl", axes)
+        replayer.velocities(rows)
+        replayer.recorded_keypoints(rows)
+        del rows
+        lifted = dict(bare, root_trans_offset=bare["root_trans_offset"] + np.float32(0.5 + i))
+        rows = rows_from_fields(lifted, "n", "n", "n.pkl", axes)
+        with pytest.raises(ConfigError, match=r"n\.dof_vel: --reset-velocity recorded needs"):
+            replayer.velocities(rows)
+        assert replayer.recorded_keypoints(rows)[..., 2].min() > 0.5 + i - 0.1
+        del rows
+
+
 def test_trainer_velocities_follow_asap_motion_library():
     dt = 0.02
     ramp = np.outer(np.arange(40) * dt, [1.0, -2.0, 0.5])  # constant velocity: every formula exact
