@@ -20,10 +20,11 @@ parameter) and every process of the benchmark (simulator, recorder, supervisor, 
 node's other threads, this reader) on the other CPUs, as on a robot computer with a core kept
 for control.
 
-Beside the motions a floor probe (:mod:`asap_ros.bench.floor_probe`) sleeps to 20 ms deadlines
-at the control thread's priority (SCHED_FIFO 80; on ``--control-cpu`` too), and a step probe runs
-the same kick_level1 step to its own 20 ms deadlines, alone in its process: the loop's late steps
-are printed beside the probes' of the same interval.
+Beside the motions a floor probe (:mod:`asap_ros.bench.floor_probe`) sleeps to the control
+loop's own deadlines (multiples of 20 ms on the monotonic clock; with ``--control-cpu``, on that
+CPU, 5 ms after them) at the control thread's priority (SCHED_FIFO 80), and a step probe runs the
+same kick_level1 step, alone in its process, 10 ms after them: the loop's late steps are printed
+beside the probes' of the same interval.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 from record_session import (  # the sibling benchmark (benchmarks/ is the script's path)
+    STEP_PROBE_PHASE_MS,
     STEP_PROBE_POLICY,
     cpu_seconds,
     deploy_loop_stats,
@@ -104,8 +106,12 @@ def main() -> None:
     logs = Path(tempfile.mkdtemp(prefix="deploy_latency_"))
     system = System(args.domain, logs, deploy_params=deploy_params)
     steps = PolicyStepReader()
-    probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], cpu=args.control_cpu)
-    step_probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], cpu=args.control_cpu, step_policy=STEP_PROBE_POLICY)
+    # on the control thread's CPU the floor probe keeps a quarter period off the loop's deadlines:
+    # alone on one CPU, one of the two would wait for the other's wake-up
+    probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], cpu=args.control_cpu,
+                       phase_ms=0.0 if args.control_cpu is None else STEP_PROBE_PHASE_MS / 2)
+    step_probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], cpu=args.control_cpu, step_policy=STEP_PROBE_POLICY,
+                            phase_ms=STEP_PROBE_PHASE_MS)
     recorder = None
     view: contextlib.ExitStack = contextlib.ExitStack()
     view_cpu_s = None

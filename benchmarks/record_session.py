@@ -48,6 +48,9 @@ LATE_AFTER_MS = 5.0
 """The deploy node's production deadline-miss threshold (config/deploy.yaml)."""
 STEP_PROBE_POLICY = "kick_level1"
 """The step probe runs the motion the deploy node tracks (``default_motion`` of the test system)."""
+STEP_PROBE_PHASE_MS = 10.0
+"""The step probe's deadlines, ms past the control loop's (half its 20 ms period): on the loop's own,
+its step and the loop's would wait for each other's CPU. The floor probe sleeps to the loop's own."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -265,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
               **dict(args.params)}
     recorder = node_process("recorder_node", args.domain, params, logs / "recorder.log")
     probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"])
-    step_probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], step_policy=STEP_PROBE_POLICY)
+    step_probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], step_policy=STEP_PROBE_POLICY,
+                            phase_ms=STEP_PROBE_PHASE_MS)
     try:
         system = System(args.domain, logs,
                         lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=args.mocap_rate,

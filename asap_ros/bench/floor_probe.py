@@ -3,13 +3,15 @@
 Run as its own process beside a control loop (``python -m asap_ros.bench.floor_probe``): it
 shares no GIL and does no work, so its lateness is what the kernel and the hypervisor do to any
 thread at that priority. The control loop's lateness beyond it is the product's. It wakes the
-way the control loop does (a timed wait on a condition, GIL released) on the same period, and
-writes its wake-up lateness (ns) as JSON when it ends (``--duration``, SIGTERM or SIGINT).
+way the control loop does (a timed wait on a condition, GIL released) on the loop's own
+deadlines: multiples of the period on the monotonic clock (``--phase-ms`` 0), and writes its
+wake-up lateness (ns) as JSON when it ends (``--duration``, SIGTERM or SIGINT).
 
 With ``--step-policy`` it is the *step probe*: after each wake-up it runs one real control step of
 that policy (:class:`~asap_ros.bench.tick.StepReplay`: decode, observation, ONNX actor, encode),
 alone in its process, and its lateness is the step's end past the deadline, as the control loop
-counts its own. Its misses beyond the floor's are what a step's own length exposes to this
+counts its own. The benchmarks run it half a period off the loop's deadlines: on them, its step
+and the loop's would wait for each other's CPU. Its misses beyond the floor's are what a step's own length exposes to this
 machine; the loop's beyond the step probe's are what the loop's process adds (its other threads,
 the GIL, DDS), the most a control loop in a process of its own could remove.
 """
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.runtime.scheduling import run_realtime
+from asap_ros.runtime.scheduling import on_grid, run_realtime
 
 __all__ = ["FloorProbe", "Lateness", "beside_the_floor", "lateness_summary", "main", "probe", "with_a_step"]
 
@@ -77,15 +79,16 @@ def lateness_summary(late_ns: np.ndarray | list[int], late_after_ns: int = LATE_
     return Lateness(len(late), int(missed.sum()), longest, float(p50), float(p99), float(pmax))
 
 
-def probe(period_ns: int, stop: threading.Event, priority: int = 0, work: Work | None = None) -> list[int]:
-    """Sleep to absolute deadlines ``period_ns`` apart until ``stop``; the lateness of each wake-up,
-    or with ``work`` (run once after each wake-up) the lateness of its end."""
+def probe(period_ns: int, stop: threading.Event, priority: int = 0, work: Work | None = None,
+          phase_ns: int = 0) -> list[int]:  # fmt: skip
+    """Sleep to the deadlines ``k·period_ns + phase_ns`` of the monotonic clock until ``stop``; the
+    lateness of each wake-up, or with ``work`` (run once after each wake-up) the lateness of its end."""
     note = run_realtime(priority)
     if note:
         print(f"floor_probe: {note}", file=sys.stderr)
     wake = threading.Event()
     late: list[int] = []
-    deadline = time.monotonic_ns() + period_ns
+    deadline = on_grid(time.monotonic_ns(), period_ns, phase_ns)
     while not stop.is_set():
         wake.wait(max(0.0, (deadline - time.monotonic_ns()) / 1e9))
         if work is not None:
@@ -137,12 +140,12 @@ class FloorProbe:
     the loop it is compared with, stopped after it; :attr:`lateness` is its summary afterwards."""
 
     def __init__(self, priority: int, period_ms: float = 20.0, cpu: int | None = None,
-                 step_policy: str | None = None) -> None:
+                 step_policy: str | None = None, phase_ms: float = 0.0) -> None:
         import tempfile
 
         self._json = Path(tempfile.mkdtemp(prefix="floor_probe_")) / "probe.json"
         self._command = [sys.executable, "-m", "asap_ros.bench.floor_probe", "--priority", str(priority),
-                         "--period-ms", str(period_ms), "--json", str(self._json)]
+                         "--period-ms", str(period_ms), "--phase-ms", str(phase_ms), "--json", str(self._json)]
         if cpu is not None:
             self._command += ["--cpu", str(cpu)]
         if step_policy is not None:
@@ -175,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="floor_probe", description=__doc__.splitlines()[0])
     parser.add_argument("--priority", type=int, default=0, help="SCHED_FIFO priority (0: normal)")
     parser.add_argument("--period-ms", type=float, default=20.0)
+    parser.add_argument("--phase-ms", type=float, default=0.0,
+                        help="deadlines this far past multiples of the period (0: the control loop's own)")
     parser.add_argument("--cpu", type=int, help="pin to this CPU")
     parser.add_argument("--duration", type=float, help="seconds (default: until SIGTERM/SIGINT)")
     parser.add_argument("--json", type=Path, required=True, help="write the lateness list (ns) here")
@@ -197,14 +202,15 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     result: list[list[int]] = []
     period_ns = int(args.period_ms * 1e6)
-    worker = threading.Thread(target=lambda: result.append(probe(period_ns, stop, args.priority, work)),
+    worker = threading.Thread(target=lambda: result.append(probe(period_ns, stop, args.priority, work,
+                                                                  int(args.phase_ms * 1e6))),
                               name="floor-probe")
     print(READY, flush=True)
     worker.start()
     stop.wait(args.duration)
     stop.set()
     worker.join()
-    args.json.write_text(json.dumps({"period_ms": args.period_ms, "priority": args.priority,
+    args.json.write_text(json.dumps({"period_ms": args.period_ms, "phase_ms": args.phase_ms, "priority": args.priority,
                                      "step_policy": args.step_policy, "late_ns": result[0]}))
     print(lateness_summary(result[0]).line("step probe" if work is not None else "floor probe"))
     return 0

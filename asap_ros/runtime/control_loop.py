@@ -1,7 +1,7 @@
 """The real-time control thread: absolute deadlines around the pure :class:`Controller`.
 
 Real-time contract of one step (as ros2_control's ``update(time, period)``): wake on the
-deadline, take the newest ``LowState`` (waiting at most ``state_wait_s``, only when none arrived
+deadline (multiples of the period on the monotonic clock), take the newest ``LowState`` (waiting at most ``state_wait_s``, only when none arrived
 since the previous step), decode, ``Controller.step``, encode and write the ``LowCmd``. Bounded
 work, no I/O but the DDS write, no allocation beyond the step's arrays; nothing slow runs here:
 each step leaves a :class:`StepRecord` in a bounded queue that a second thread hands to the
@@ -47,7 +47,7 @@ from asap_ros.core.state_machine import EStop, Mode, Reset, Transition, describe
 from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr
 from asap_ros.runtime.clock import SYSTEM_CLOCK, Clock
 from asap_ros.runtime.fault_injection import FaultInjection
-from asap_ros.runtime.scheduling import name_os_thread, run_realtime
+from asap_ros.runtime.scheduling import name_os_thread, on_grid, run_realtime
 from asap_ros.runtime.thread_times import ProcTimes
 
 Sink = Callable[["StepRecord"], None]
@@ -593,7 +593,9 @@ class ControlLoop:
 
     def _loop(self) -> None:
         clock, timing, thread_times = self.clock, self._timing, self._thread_times
-        deadline = clock.monotonic_ns() + self._period_ns
+        # deadlines on multiples of the period of the monotonic clock: another process's periodic
+        # thread can sleep to them (the floor probe) or keep off them (the step probe)
+        deadline = on_grid(clock.monotonic_ns(), self._period_ns)
         ended = thread_times()
         while not self._stop.is_set():
             woken = self._wake.wait(max(0.0, (deadline - clock.monotonic_ns()) / 1e9))

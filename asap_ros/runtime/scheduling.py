@@ -14,6 +14,13 @@ thread needs releases it within 0.1 ms (CPython's default is 5 ms)."""
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 
+def on_grid(after_ns: int, period_ns: int, phase_ns: int = 0) -> int:
+    """The first instant ``k·period_ns + phase_ns`` (k an integer) strictly after ``after_ns``, ns on
+    the monotonic clock. CLOCK_MONOTONIC is one clock for every process of the machine, so threads
+    that sleep to such instants keep a fixed phase to each other, whenever each one started."""
+    return after_ns + period_ns - (after_ns - phase_ns) % period_ns
+
+
 def below(priority: int) -> int:
     """The SCHED_FIFO priority one below ``priority``; 0 (normal scheduling) below 0 or 1: a process
     with a real-time thread (the control loop, the supervisor's watchdog) runs its other Python

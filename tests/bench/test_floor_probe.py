@@ -69,6 +69,21 @@ def test_with_work_the_probe_counts_lateness_at_the_work_s_end() -> None:
     assert lateness_summary(late).misses == 5
 
 
+def test_the_probe_sleeps_to_multiples_of_the_period_plus_its_phase() -> None:
+    stop, woke = threading.Event(), []
+
+    def work() -> None:
+        woke.append(time.monotonic_ns())
+        if len(woke) == 5:
+            stop.set()
+
+    time.sleep((30 * MS - time.monotonic_ns() % (20 * MS)) / 1e9)  # started at k·20 ms + 10 ms
+    probe(20 * MS, stop, work=work, phase_ns=7 * MS)
+
+    phases_ms = sorted(((t - 7 * MS) % (20 * MS)) / MS for t in woke)
+    assert phases_ms[2] < 4.0, phases_ms  # the median wake-up: within 4 ms after k·20 ms + 7 ms
+
+
 def test_the_step_probe_runs_a_real_control_step_per_wake_up(assets, tmp_path) -> None:
     with FloorProbe(priority=0, step_policy="kick_level1") as step:
         time.sleep(1.0)

@@ -227,6 +227,22 @@ def test_estop_is_written_before_the_next_deadline(make_rig) -> None:
     assert loop.controller.fault_reason == "e-stop: test"
 
 
+def test_deadlines_lie_on_multiples_of_the_period_whenever_the_loop_starts(make_rig) -> None:
+    """Started half a period off the grid, the loop still steps on multiples of its period of the
+    monotonic clock (the instants the benchmarks' floor probe sleeps to): its grid writes come
+    within the state wait and a step after one, not half a period after."""
+    rig = make_rig(actors=False, period_s=0.1)
+    loop, robot, written = rig.loop, rig.robot, rig.written
+    period_ns = round(0.1 * 1e9)
+    robot.start()
+    time.sleep((period_ns * 3 // 2 - time.monotonic_ns() % period_ns) / 1e9)  # to k·period + period / 2
+    loop.start()
+    _wait(lambda: len(written) >= 6, loop)
+    phases_ms = sorted((t % period_ns) / 1e6 for t, _ in written.raw[1:6])
+    print(f"\n  grid writes at {', '.join(f'{p:.1f}' for p in phases_ms)} ms past multiples of 100 ms")
+    assert phases_ms[2] < 25.0, phases_ms
+
+
 class FailingActor:
     """The real actor, whose output turns NaN from its ``after``-th call on (a fault the check catches)."""
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from asap_ros.runtime.scheduling import below, fifo_permitted, run_realtime
+from asap_ros.runtime.scheduling import below, fifo_permitted, on_grid, run_realtime
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="no POSIX thread scheduling")
 
@@ -44,3 +44,10 @@ def test_probing_for_fifo_leaves_a_normal_thread_normal() -> None:
 @pytest.mark.parametrize(("priority", "others"), [(80, 79), (2, 1), (1, 0), (0, 0)])
 def test_the_control_process_s_other_threads_run_one_below_it_or_normal(priority: int, others: int) -> None:
     assert below(priority) == others
+
+
+def test_grid_instants_are_the_next_multiple_of_the_period_plus_the_phase() -> None:
+    assert [on_grid(t, 20) for t in (0, 1, 19, 20, 21)] == [20, 20, 20, 40, 40]  # strictly after
+    assert [on_grid(t, 20, 5) for t in (0, 4, 5, 24, 25)] == [5, 5, 25, 25, 45]
+    assert on_grid(0, 20, 30) == on_grid(0, 20, 10) == 10 and on_grid(7, 20, -5) == 15
+    assert on_grid(1_796_494_993_612_200_001, 20_000_000) == 1_796_494_993_620_000_000
