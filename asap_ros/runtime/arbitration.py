@@ -54,7 +54,11 @@ GRANT_QOS = Qos(
     Policy.Durability.TransientLocal,
     Policy.History.KeepLast(GRANT_DEPTH),
 )
-BEAT_QOS = Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(1))
+BEAT_DEPTH = 8
+"""Beats a reader keeps until it takes them. The topic has no key, so one history holds every
+writer's beats: two deploy processes stepping on the same grid beat within microseconds, and a
+depth of 1 would keep only the later one, hiding the supervised process's beats from the supervisor."""
+BEAT_QOS = Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(BEAT_DEPTH))
 
 
 @dataclass
