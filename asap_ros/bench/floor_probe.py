@@ -97,7 +97,7 @@ def probe(period_ns: int, stop: threading.Event, priority: int = 0, work: Work |
         late.append(now - deadline)
         deadline += period_ns
         if now >= deadline:  # overslept whole periods: keep the grid, as the control loop does
-            deadline += ((now - deadline) // period_ns + 1) * period_ns
+            deadline = on_grid(now, period_ns, deadline)
     return late
 
 

@@ -625,9 +625,9 @@ class ControlLoop:
                                   finished - deadline))
             deadline += self._period_ns
             if finished >= deadline:  # overran whole periods: skip them, keep the phase grid
-                skipped = (finished - deadline) // self._period_ns + 1
-                timing.skipped_periods += int(skipped)
-                deadline += skipped * self._period_ns
+                following = on_grid(finished, self._period_ns, deadline)
+                timing.skipped_periods += int((following - deadline) // self._period_ns)
+                deadline = following
 
     def _take(self) -> tuple[bytes | None, int, int]:
         """The newest LowState; only when none arrived since the previous step, the next one to
