@@ -43,6 +43,10 @@ BAG_NAME = "bench"
 LOWSTATE_RATE_HZ = 500.0
 MOCAP_RATE_HZ = 200.0
 """Default motion-capture rate (a Vicon's 100-200 Hz)."""
+MOCAP_READERS = 2
+"""Subscriptions of mocap/pose the simulator waits for before its first pose: the recorder's and
+the deploy node's (it reads the pose into each step record). The writer keeps no history for late
+joiners, so a pose sent before the recorder's subscription matched is never in the bag."""
 MOTION_TIMEOUT_S = 120.0
 LATE_AFTER_MS = 5.0
 """The deploy node's production deadline-miss threshold (config/deploy.yaml)."""
@@ -273,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         system = System(args.domain, logs,
                         lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=args.mocap_rate,
-                        mocap_readers=1 if args.mocap_rate > 0 else 0)
+                        mocap_readers=MOCAP_READERS if args.mocap_rate > 0 else 0)
         try:
             wait_for_recorder(60.0)
             cpu_start, wall_start = cpu_seconds(recorder.pid), time.monotonic()
