@@ -6,7 +6,7 @@ its outcome (a safety limit tripped is an abort) and the loop's late steps again
 
 Run on an idle machine. Late: a control step finishing (a probe waking) more than 5 ms after its
 deadline, the shipped ``late_after_ms``. The ratio is the loop's share over the probe's (what the
-product adds to what the machine does to any thread at that priority).
+product adds to what the machine does to any thread at that priority), with its 95% interval.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from asap_ros.bench.floor_probe import FloorProbe
+from asap_ros.bench.rate_ratio import compared_text
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ("policies/kick_level1.yaml", "policies/CR7_level1.yaml")
@@ -72,7 +73,7 @@ def main() -> None:
               f"({100 * share:.2f}%, run {row['longest']}) | probe {probe.misses:3d}/{probe.count} "
               f"({100 * probe.share:.2f}%, run {probe.longest_run}, max {probe.max_ms:.1f} ms)")
     loop_share, probe_share = loop_late / max(loop_steps, 1), probe_late / max(probe_count, 1)
-    ratio = f"{loop_share / probe_share:.2f}x the probe's" if probe_share else "the probe had none"
+    ratio = compared_text(loop_late, loop_steps, probe_late, probe_count, "probe")
     print(f"aborted on a safety limit: {aborted} of {args.runs}; late: loop {loop_late}/{loop_steps} "
           f"({100 * loop_share:.3f}%), probe {probe_late}/{probe_count} ({100 * probe_share:.3f}%): {ratio}")
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asap_ros.bench.rate_ratio import compared_text
 from asap_ros.runtime.scheduling import on_grid, run_realtime
 
 __all__ = ["FloorProbe", "Lateness", "beside_the_floor", "lateness_summary", "main", "probe", "with_a_step"]
@@ -103,20 +104,22 @@ def probe(period_ns: int, stop: threading.Event, priority: int = 0, work: Work |
 
 def beside_the_floor(late_flags: np.ndarray | list[bool], probe: Lateness, step_probe: Lateness | None = None) -> str:
     """The control loop's late steps (one flag per step, in order) beside the probe's, and the ratio
-    of their shares (the acceptance: at most 1.5); with ``step_probe`` also beside the step probe's."""
+    of their shares with its 95% interval (the acceptance: at most 1.5); with ``step_probe`` also
+    beside the step probe's."""
     flags = np.asarray(late_flags, dtype=bool)
     longest = run = 0
     for late in flags:
         run = run + 1 if late else 0
         longest = max(longest, run)
     share = flags.mean() if len(flags) else 0.0
-    lines = [f"control loop: {int(flags.sum())} of {len(flags)} steps late > {LATE_AFTER_NS / 1e6:g} ms "
-             f"({100 * share:.2f}%), longest run {longest}: {_ratio(share, probe, 'probe')}",
+    misses = int(flags.sum())
+    lines = [f"control loop: {misses} of {len(flags)} steps late > {LATE_AFTER_NS / 1e6:g} ms "
+             f"({100 * share:.2f}%), longest run {longest}: {_ratio(misses, len(flags), probe, 'probe')}",
              probe.line("floor probe (same priority, same run)")]
     if step_probe is not None:
-        lines[0] += f"; {_ratio(share, step_probe, 'step probe')}"
+        lines[0] += f"; {_ratio(misses, len(flags), step_probe, 'step probe')}"
         lines.append(step_probe.line("step probe (the same step alone in a process, same priority, same run)")
-                     + f": {_ratio(step_probe.share, probe, 'floor probe')}")
+                     + f": {_ratio(step_probe.misses, step_probe.count, probe, 'floor probe')}")
     return "\n".join(lines)
 
 
@@ -131,8 +134,8 @@ def with_a_step(probe_late_ns: np.ndarray | list[int], step_ns: float, late_afte
             f"{len(late)} would end late > {late_after_ns / 1e6:g} ms ({100 * share:.3f}%)")
 
 
-def _ratio(share: float, other: Lateness, name: str) -> str:
-    return f"{share / other.share:.2f}x the {name}'s share" if other.share else f"the {name} missed none"
+def _ratio(misses: int, count: int, other: Lateness, name: str) -> str:
+    return compared_text(misses, count, other.misses, other.count, name)
 
 
 class FloorProbe:

@@ -39,11 +39,13 @@ def test_the_loop_is_printed_beside_both_probes_with_the_ratios() -> None:
 
     text = beside_the_floor(flags, floor, step).splitlines()
 
-    assert text[0] == ("control loop: 6 of 1000 steps late > 5 ms (0.60%), longest run 3: 3.00x the probe's share; "
-                       "1.50x the step probe's share")
+    # the intervals: Clopper-Pearson bounds from scipy.stats.beta.ppf, an independent implementation
+    assert text[0] == ("control loop: 6 of 1000 steps late > 5 ms (0.60%), longest run 3: 3.00x the probe's share "
+                       "(95% interval 0.54-30.39 from 8 misses); 1.50x the step probe's share (95% interval 0.36-7.23 "
+                       "from 10 misses)")
     assert text[1].startswith("floor probe (same priority, same run): 2 of 1000 late > 5 ms (0.20%)")
     assert text[2].startswith("step probe (the same step alone in a process, same priority, same run): 4 of 1000")
-    assert text[2].endswith(": 2.00x the floor probe's share")
+    assert text[2].endswith(": 2.00x the floor probe's share (95% interval 0.29-22.11 from 6 misses)")
     assert beside_the_floor([False], Lateness(1, 0, 0, 0, 0, 0)).splitlines()[0].endswith("the probe missed none")
 
 
