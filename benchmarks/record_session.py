@@ -13,7 +13,7 @@ process (the bring-up of :mod:`asap_ros.testing.ros_system`), and ``asap_recorde
 - control step latency p50/p99/max and deadline misses, from every policy step in the bag
   and the simulator's own LowState publish gaps (a stalled state stream makes steps late),
   beside the floor probe's and the step probe's misses in the same run
-  (:mod:`asap_ros.bench.floor_probe`);
+  (:mod:`asap_ros.bench.floor_probe`), and a lone floor probe's, on instants of its own;
 - the per-message cost of storing the DDS bytes unchanged against decoding and re-serialising.
 
     flock /tmp/asap-bench.lock .venv/bin/python benchmarks/record_session.py --duration 600
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from asap_ros.bench.floor_probe import FloorProbe, Lateness, beside_the_floor, with_a_step
+from asap_ros.bench.rate_ratio import compared_text
 from asap_ros.recording import topics as T
 from asap_ros.runtime.dds import process_domain
 from asap_ros.testing.ros_system import TEST_DEPLOY_PARAMS, System, node_process, simulator_line
@@ -55,6 +56,10 @@ STEP_PROBE_POLICY = "kick_level1"
 STEP_PROBE_PHASE_MS = 10.0
 """The step probe's deadlines, ms past the control loop's (half its 20 ms period): on the loop's own,
 its step and the loop's would wait for each other's CPU. The floor probe sleeps to the loop's own."""
+LONE_PROBE_PHASE_MS = 15.0
+"""The lone floor probe's deadlines, ms past the control loop's: 5 ms from the step probe's and from
+the loop's next, so no other thread of the benchmark wakes with it. Against it, the floor probe's
+share says what waking on the loop's very instants costs a thread that does nothing."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -232,10 +237,12 @@ def per_message_costs(samples: int = 2000) -> dict[str, float]:
 
 
 def print_latency(steps: np.ndarray, sim: dict[str, Any], probe: Lateness | None = None,
-                  step_probe: Lateness | None = None, probe_late_ns: list[int] | None = None) -> None:
+                  step_probe: Lateness | None = None, probe_late_ns: list[int] | None = None,
+                  lone_probe: Lateness | None = None) -> None:  # fmt: skip
     """Step latency (LowCmd write - LowState arrival) over the recorded steps built from a
     LowState, deadline misses beside the floor and step probes' (and the floor probe's wake-ups
-    with the loop's median step added), and the simulator's LowState publish gaps."""
+    with the loop's median step added, and the floor probe against the lone one), and the
+    simulator's LowState publish gaps."""
     from_a_state = steps[:, 1] > 0
     latency_ms = steps[from_a_state, 1] / 1e6
     p50, p99, pmax = np.percentile(latency_ms, [50, 99, 100])
@@ -245,6 +252,10 @@ def print_latency(steps: np.ndarray, sim: dict[str, Any], probe: Lateness | None
         print(beside_the_floor(steps[:, 2].astype(bool), probe, step_probe))
     if probe_late_ns:
         print(with_a_step(probe_late_ns, float(np.median(steps[from_a_state, 3]))))
+    if probe is not None and lone_probe is not None:
+        print(lone_probe.line(f"lone floor probe ({LONE_PROBE_PHASE_MS:g} ms past the loop's deadlines)")
+              + ": the floor probe on the loop's deadlines against it: "
+              + compared_text(probe.misses, probe.count, lone_probe.misses, lone_probe.count, "lone probe"))
     print(simulator_line(sim))
 
 
@@ -274,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"])
     step_probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], step_policy=STEP_PROBE_POLICY,
                             phase_ms=STEP_PROBE_PHASE_MS)
+    lone_probe = FloorProbe(TEST_DEPLOY_PARAMS["realtime_priority"], phase_ms=LONE_PROBE_PHASE_MS)
     try:
         system = System(args.domain, logs,
                         lowstate_rate_hz=LOWSTATE_RATE_HZ, mocap_rate_hz=args.mocap_rate,
@@ -284,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             system.start_supervisor()
             system.start_deploy()
             system.sim.start()
-            with probe, step_probe:
+            with probe, step_probe, lone_probe:
                 runs, faults, ended_early = run_motions(system, args.duration)
         finally:
             system.close()  # supervisor, deploy (it logs its counts), then the simulator
@@ -333,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"UDP datagrams dropped on the recorder's sockets (receive buffer full): {drops}")
     print(f"every published message recorded: {'yes' if complete else 'NO'}")
     print(f"recorder CPU: {cpu / wall * 100:.1f} % of one core over {wall:.0f} s; peak RSS {rss:.0f} MB")
-    print_latency(steps, sim, probe.lateness, step_probe.lateness, probe.late_ns)
+    print_latency(steps, sim, probe.lateness, step_probe.lateness, probe.late_ns, lone_probe.lateness)
     print(late_causes_line(deploy_loop_stats(logs / "deploy1.log")))
     costs = per_message_costs()
     print(f"per LowState: raw bytes into the bag {costs['raw_write_us']:.1f} µs; "
