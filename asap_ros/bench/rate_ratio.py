@@ -44,7 +44,7 @@ class RateRatio:
         """E.g. ``95% interval 0.64-3.25 from 29 misses``."""
         high = "inf" if math.isinf(self.high) else f"{self.high:.2f}"
         total = self.misses + self.other_misses
-        return f"{100 * self.confidence:g}% interval {self.low:.2f}-{high} from {total} misses"
+        return f"{100 * self.confidence:g}% interval {self.low:.2f}-{high} from {total} miss{'' if total == 1 else 'es'}"
 
 
 def rate_ratio(misses: int, count: int, other_misses: int, other_count: int,
@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if result is None:
         print("neither series missed: no ratio")
+    elif result.other_misses == 0:
+        print(f"the second series missed none; {result.interval_text()}")
     else:
         print(f"{result.ratio:.2f}x, {result.interval_text()}")
     return 0

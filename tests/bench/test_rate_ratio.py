@@ -53,12 +53,15 @@ def test_the_benchmarks_line_carries_the_interval() -> None:
         "1.42x the probe's share (95% interval 0.64-3.25 from 29 misses)")
     assert compared_text(3, 1000, 0, 1000, "probe") == "the probe missed none (the ratio's 95% interval 0.41-inf from 3 misses)"
     assert compared_text(0, 1000, 0, 1000, "step probe") == "the step probe missed none"
+    assert compared_text(0, 1000, 1, 1000, "probe") == "0.00x the probe's share (95% interval 0.00-39.00 from 1 miss)"
     assert compared_text(0, 0, 0, 1000, "probe") == "nothing to compare with the probe"
 
 
 def test_the_command_pools_sessions_by_hand(capsys) -> None:
     assert main(["34", "150626", "18", "150485"]) == 0
     assert capsys.readouterr().out == "1.89x, 95% interval 1.04-3.55 from 52 misses\n"
+    assert main(["2", "1000", "0", "1000"]) == 0
+    assert capsys.readouterr().out.startswith("the second series missed none; 95% interval ")
     with pytest.raises(SystemExit) as exc:
         main(["5", "4", "0", "1"])
     assert exc.value.code == 2 and "got 5 of 4" in capsys.readouterr().err
