@@ -62,8 +62,8 @@ def rate_ratio(misses: int, count: int, other_misses: int, other_count: int,
         return None
     alpha = 1.0 - confidence
     # proportion p of the first series among all misses; rate ratio = p / (1 - p) · other_count / count
-    p_low = 0.0 if misses == 0 else _solve(lambda p: _upper_tail(misses, trials, p) - alpha / 2)
-    p_high = 1.0 if misses == trials else _solve(lambda p: alpha / 2 - _lower_tail(misses, trials, p))
+    p_low = 0.0 if misses == 0 else _solve(lambda p: _mass(range(misses, trials + 1), trials, p) - alpha / 2)
+    p_high = 1.0 if misses == trials else _solve(lambda p: alpha / 2 - _mass(range(misses + 1), trials, p))
     scale = other_count / count
     high = math.inf if p_high >= 1.0 else p_high / (1.0 - p_high) * scale
     return RateRatio(misses, count, other_misses, other_count, p_low / (1.0 - p_low) * scale, high, confidence)
@@ -88,14 +88,9 @@ def _log_pmf(k: int, n: int, p: float) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
 
 
-def _upper_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p), 0 < p < 1."""
-    return min(1.0, sum(math.exp(_log_pmf(i, n, p)) for i in range(k, n + 1)))
-
-
-def _lower_tail(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p), 0 < p < 1."""
-    return min(1.0, sum(math.exp(_log_pmf(i, n, p)) for i in range(k + 1)))
+def _mass(ks: range, n: int, p: float) -> float:
+    """P(X in ks) for X ~ Binomial(n, p), 0 < p < 1 (summed term by term: no 1 - tail cancellation)."""
+    return min(1.0, sum(math.exp(_log_pmf(i, n, p)) for i in ks))
 
 
 def _solve(f: Callable[[float], float]) -> float:
