@@ -417,6 +417,14 @@ class System:
         assert ok, message
         assert self.ros.wait_mode("HOLD", 30.0), f"never reached HOLD: {self.ros.latched}\n{self.log('deploy')}"
 
+    def wait_fault(self, prefix: str, timeout_s: float = 5.0) -> None:
+        """Until ``~/fault`` starts with ``prefix``; otherwise AssertionError with the latched
+        topics and the end of both nodes' logs (the fault latched first stays: another one
+        before this shows there)."""
+        assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_deploy/fault", "").startswith(prefix),
+                                   timeout_s), (f"fault is not {prefix!r}...: {self.ros.latched}\n--- deploy:\n"
+                                                f"{self.log('deploy')}\n--- supervisor:\n{self.log('supervisor')}")
+
     def track(self, motion_service: str = "/asap_deploy/start") -> None:
         """HOLD -> start -> TRACKING."""
         ok, message = self.ros.trigger(motion_service)

@@ -69,8 +69,7 @@ def test_estop_service_while_tracking_sends_damping_at_once(system):
         assert first is not None and first.writer == writer, "no damping LowCmd from asap_deploy"
         latencies.append(first.stamp_ns - sent)
         assert system.ros.wait_mode("DAMPING", 5.0)
-        assert system.ros.spin_until(
-            lambda: system.ros.latched["/asap_deploy/fault"].startswith("e-stop: operator e-stop"), 5.0)
+        system.wait_fault("e-stop: operator e-stop")
         system.reset_and_stand()
     print(f"\ne-stop service -> first damping LowCmd: {distribution_ms(latencies)}")
 

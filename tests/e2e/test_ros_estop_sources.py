@@ -69,6 +69,5 @@ def test_an_estop_while_the_deploy_node_is_down_reaches_it_when_it_comes_back(sy
     ok, message = system.ros.trigger("/asap_supervisor/estop")
     assert ok, message
     system.start_deploy("DAMPING")
-    assert system.ros.spin_until(lambda: system.ros.latched.get("/asap_deploy/fault", "").startswith(
-        "e-stop: supervisor took over rt/lowcmd (deploy process"), 5.0), system.ros.latched
+    system.wait_fault("e-stop: supervisor took over rt/lowcmd (deploy process")
     system.hand_back_and_stand()
