@@ -175,7 +175,8 @@ class WriteLease:
     """The deploy side: beats sent, the supervisor obeyed, and the verdict for each control step.
 
     ``period_ns`` is the control period: ``2 * period_ns`` before a lease runs out unanswered the
-    deploy node latches DAMPING itself, so its last leased commands are damping.
+    deploy node latches DAMPING itself, so its last leased commands are damping; within a lease of
+    its own start or stall it writes nothing and waits for the supervisor's word instead.
     """
 
     session: int
@@ -302,8 +303,10 @@ class WriteLease:
             return Verdict(Writer.LEASED, write_until_ns, fault=f"supervisor e-stop ({self._estop_held})",
                            refusal=held, reset_refusal=held)
         if age_ns >= grant.lease_ns - self.margin_ns:
-            silent = self._silence(age_ns, grant)
-            return Verdict(Writer.LEASED, write_until_ns, fault=silent, refusal="no current grant from the supervisor")
+            refusal = "no current grant from the supervisor"
+            if waiting:  # its own stall aged the grant: nothing written until its next beat is answered
+                return Verdict(Writer.NONE, refusal=refusal, reset_refusal=refusal)
+            return Verdict(Writer.LEASED, write_until_ns, fault=self._silence(age_ns, grant), refusal=refusal)
         return Verdict(Writer.LEASED, write_until_ns)
 
     def _own_damping(self, now_ns: int, fault: str) -> Verdict:

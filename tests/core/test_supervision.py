@@ -86,6 +86,41 @@ def test_a_hung_deploy_node_is_taken_over_and_never_writes_beside_the_supervisor
     assert first.stamp_ns - start <= 220 * MS  # takeover_after_ms + a watchdog step + a little
 
 
+@pytest.mark.parametrize("hang_ms", [60, 90, 100, 110, 130, 170])
+def test_a_deploy_node_stalled_shorter_than_the_takeover_goes_on_without_a_fault(hang_ms: int) -> None:
+    """Stopped for less than takeover_after_ms: when it resumes, the newest grant names a beat from
+    before the stall, perhaps in the last two control periods of its lease; the stall was its own,
+    not the supervisor's silence, so it writes nothing until its next beat is answered, and then
+    goes on without a fault."""
+    bus = started()
+    start = bus.now_ns
+    bus.deploy.stopped.append((start, start + hang_ms * MS))
+    bus.run_for(hang_ms * MS + 1000 * MS)
+    assert (bus.deploy.mode, bus.deploy.fault) == (Mode.HOLD, None)
+    assert bus.writers_after(start) == ["deploy"]
+    assert bus.max_writers_in_window() == 1
+    assert bus.stiff_after(start + hang_ms * MS + 2 * PERIOD)
+
+
+def test_after_a_stall_of_its_own_a_silent_supervisor_still_leaves_damping() -> None:
+    """Resumed with the newest grant in the last two periods of its lease and no answer coming (the
+    supervisor died during the stall): it writes nothing, and after a lease of waiting it streams
+    damping on its own."""
+    lease = WriteLease(0xD1, PERIOD)
+    for seq in range(1, 6):
+        now = seq * PERIOD
+        lease.verdict(now)
+        lease.beat(seq, now + MS)
+        grant(lease, seq, now=now + 2 * MS)
+    resumed = 5 * PERIOD + MS + 120 * MS  # the newest granted beat is 120 ms old
+    for seq, now in enumerate(range(resumed, resumed + TIMING.lease_ns, PERIOD), start=6):
+        verdict = lease.verdict(now)
+        assert verdict.fault is None and not verdict.may_write and verdict.refusal, (now - resumed) / MS
+        lease.beat(seq, now + MS)
+    verdict = lease.verdict(resumed + TIMING.lease_ns)
+    assert verdict.writer is Writer.OWN_DAMPING and "no grant from the supervisor" in (verdict.fault or "")
+
+
 def test_the_supervisor_dying_during_a_takeover_leaves_the_robot_damped_by_the_deploy_node() -> None:
     """SIGSTOP of the deploy (takeover), SIGCONT, then the supervisor is killed: the deploy node
     streams damping within 100 ms of the supervisor's last command."""
