@@ -698,7 +698,9 @@ def test_garbage_is_collected_by_the_sink_thread_after_the_steps(rig) -> None:
 
 def test_a_wait_for_a_state_that_does_not_come_is_not_a_late_step(make_rig) -> None:
     """The robot's stream stops: every step waits ``state_wait_s`` (12 ms, past the 5 ms late
-    margin) for a state; that is the stream's delay, judged by the state-age limit, not the loop's."""
+    margin) for a state; that is the stream's delay, judged by the state-age limit, not the loop's.
+    Counted as the loop's, every waiting step would be late; a quarter of them is left for steps
+    this guest makes late on its own (up to 3 of ~20 here, with the host stealing ~1% of the CPUs)."""
     rig = make_rig(actors=False, state_wait_s=0.012, period_s=0.02)
     rig.robot.start()
     rig.loop.start()
@@ -707,8 +709,9 @@ def test_a_wait_for_a_state_that_does_not_come_is_not_a_late_step(make_rig) -> N
     before = rig.loop.stats()
     time.sleep(0.4)
     after = rig.loop.stats()
-    assert after.state_waits - before.state_waits >= 8, (before, after)
-    assert after.late_steps - before.late_steps <= 1, (before, after)
+    waits = after.state_waits - before.state_waits
+    assert waits >= 8, (before, after)
+    assert 4 * (after.late_steps - before.late_steps) <= waits, (before, after)
 
 
 def _make_cycles(count: int) -> None:
