@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -198,6 +199,48 @@ def test_a_third_writer_does_not_hide_a_hung_deploy_node(system):
             os.kill(system.deploy.pid, signal.SIGCONT)
     assert "deploy silent" in state, state
     assert system.ros.spin_until(lambda: "other than asap_deploy" in system.log("supervisor"), 2.0)
+
+
+def stop_for(pid: int, hang_s: float) -> float:
+    """SIGSTOP ``pid``, SIGCONT ``hang_s`` later, timed from a thread at SCHED_FIFO 90 where
+    permitted (above the nodes: the stop lasts what is asked); returns how long it was stopped."""
+    from asap_ros.runtime.scheduling import run_realtime
+
+    stopped: list[float] = []
+
+    def hang() -> None:
+        run_realtime(90)
+        began = time.monotonic()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(hang_s)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            stopped.append(time.monotonic() - began)
+
+    thread = threading.Thread(target=hang, name="stop-for")
+    thread.start()
+    thread.join()
+    return stopped[0]
+
+
+def test_a_deploy_node_stopped_for_less_than_its_lease_holds_on_without_a_fault(system):
+    """SIGSTOP for 120 ms: the newest grant then names a beat 120-140 ms old, in the last two
+    control periods of the 150 ms lease. The silence was the deploy node's own, not the
+    supervisor's: it waits for the answer to its next beat and goes on holding the robot, no fault
+    and no takeover (the takeover comes after 200 ms without a command)."""
+    deploy = writer_of(system, lambda s: not s.damping)
+    began = time.time_ns()
+    hang_s = stop_for(system.deploy.pid, 0.12)
+    time.sleep(1.0)
+    system.ros.spin_until(lambda: False, 0.2)
+    context = f"stopped {hang_s * 1e3:.0f} ms; {system.ros.latched}\n{system.log('deploy')}"
+    assert (system.ros.latched[MODE], system.ros.latched[FAULT]) == ("HOLD", ""), context
+    assert system.ros.latched[SUPERVISOR].startswith("WATCHING"), context
+    samples = system.lowcmd.between(began - 100_000_000, time.time_ns())  # the stop's gap included
+    assert {s.writer for s in samples} == {deploy} and not [s for s in samples if s.damping], context
+    gaps = [(b.source_ns - a.source_ns) / 1e6 for a, b in zip(samples, samples[1:])]  # as written
+    print(f"\nstopped {hang_s * 1e3:.0f} ms: longest rt/lowcmd gap {max(gaps):.0f} ms, no fault")
 
 
 def test_another_deploy_process_exiting_is_no_takeover(system):
