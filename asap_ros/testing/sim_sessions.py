@@ -26,13 +26,14 @@ class SimSession:
 
 
 def record_sim_session(work: str | Path, profile: str = "nominal", policy: str | None = None,
-                       stand_up_s: float = 1.0, attempts: int = 2,
+                       stand_up_s: float = 1.0, attempts: int = 3,
                        controller_config: str | Path | None = None) -> SimSession:  # fmt: skip
     """Run ``asap-ros sim --record`` into ``work`` (kept: reused when it already holds a run).
 
     The motion may end early (fall, fault): the summary's ``outcome`` says so. A run that ends
     before the actor took 4 steps (the simulated robot dropping off its elastic band can trip
-    a safety limit on a busy machine) is run again, ``attempts`` times in all.
+    a safety limit on a busy machine) is run again, ``attempts`` times in all; each aborted run
+    stays in ``work`` with its summary.
     """
     work = Path(work)
     for attempt in range(attempts):

@@ -62,5 +62,5 @@ def test_without_steal_only_the_thread_is_read_and_another_threads_work_is_not_i
         busy.join(10.0)
     (cpu0, _, steal0), (cpu1, _, steal1) = results["start"], results["spun"]
     assert 19 * MS <= cpu1 - cpu0 < 30 * MS
-    assert results["process"][0] >= cpu1 - cpu0 + 10 * MS  # the busy thread ran meanwhile: not counted
+    assert results["process"][0] >= cpu1 - cpu0 + 2 * MS  # the busy thread ran meanwhile: not counted
     assert steal0 == steal1 == 0
