@@ -156,6 +156,9 @@ _LONG_AGO_NS = 1 << 62
 """The age of a beat that has left the history (older than any lease)."""
 _NO_GRANT = Verdict(Writer.NONE, refusal="no grant from the supervisor yet (is asap_supervisor running?)",
                     reset_refusal="no grant from the supervisor yet (is asap_supervisor running?)")
+_NO_CURRENT_GRANT = "no current grant from the supervisor"
+_AWAITING_ANSWER = Verdict(Writer.NONE, refusal=_NO_CURRENT_GRANT, reset_refusal=_NO_CURRENT_GRANT)
+"""After a stall of its own, until the supervisor answers a beat: no write, no fault."""
 
 
 @dataclass
@@ -290,23 +293,21 @@ class WriteLease:
             refusal = "the supervisor grants another deploy process"
             return Verdict(Writer.NONE, fault=refusal, refusal=refusal, reset_refusal=refusal)
         if age_ns >= grant.lease_ns:
-            refusal = "no current grant from the supervisor"
             if waiting:
-                return Verdict(Writer.NONE, refusal=refusal, reset_refusal=refusal)
+                return _AWAITING_ANSWER
             silent = self._silence(age_ns, grant)
             if age_ns >= grant.lease_ns + self.margin_ns:
                 return self._own_damping(now_ns, silent)
-            return Verdict(Writer.NONE, fault=silent, refusal=refusal, reset_refusal=refusal)
+            return Verdict(Writer.NONE, fault=silent, refusal=_NO_CURRENT_GRANT, reset_refusal=_NO_CURRENT_GRANT)
         write_until_ns = now_ns - age_ns + grant.lease_ns
         if self._estop_held is not None:
             held = f"supervisor e-stop held ({self._estop_held}); reset the supervisor first"
             return Verdict(Writer.LEASED, write_until_ns, fault=f"supervisor e-stop ({self._estop_held})",
                            refusal=held, reset_refusal=held)
         if age_ns >= grant.lease_ns - self.margin_ns:
-            refusal = "no current grant from the supervisor"
-            if waiting:  # its own stall aged the grant: nothing written until its next beat is answered
-                return Verdict(Writer.NONE, refusal=refusal, reset_refusal=refusal)
-            return Verdict(Writer.LEASED, write_until_ns, fault=self._silence(age_ns, grant), refusal=refusal)
+            if waiting:  # its own stall aged the grant, within the lease's last two periods too
+                return _AWAITING_ANSWER
+            return Verdict(Writer.LEASED, write_until_ns, fault=self._silence(age_ns, grant), refusal=_NO_CURRENT_GRANT)
         return Verdict(Writer.LEASED, write_until_ns)
 
     def _own_damping(self, now_ns: int, fault: str) -> Verdict:
