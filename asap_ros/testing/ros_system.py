@@ -26,13 +26,12 @@ from asap_ros.core.supervisor import ARMED
 from asap_ros.sim.process import dying_with_this_process, stop_gracefully
 from asap_ros.sim.stalls import Stall
 from asap_ros.testing.sim_process import SimProcess
+from asap_ros.testing.trigger_calls import LoggedService, call_trigger, node_records
 
 ROOT = Path(__file__).resolve().parents[2]
 TAKEOVER = "TAKEOVER"
 TYPE_LOOKUP_NOISE = re.compile(r"ddsi_xt_type_|TYPELOOKUP_SERVICE")
 """Cyclone's and Fast DDS's type-lookup lines in the nodes' logs (the unitree IDL beside ROS types)."""
-STAND_ANSWER_S = 2.0
-"""How long one Stand request waits for its answer before it is sent again."""
 BAND_SETTLE_S = 2.0
 """Wait after attaching the band to a damped (perhaps fallen) robot, before Reset and Stand; and
 after releasing it, before anything starts (as ``asap-ros sim`` settles before a motion): a
@@ -243,6 +242,8 @@ class RosClient:
         for topic in ("/asap_deploy/mode", "/asap_deploy/fault", "/asap_supervisor/state"):
             self.node.create_subscription(String, topic, lambda m, t=topic: self.latched.__setitem__(t, m.data), qos)
         self._clients: dict[str, Any] = {}
+        self.records: Callable[[str], LoggedService | None] = lambda _service: None
+        """Where the node behind a service records its calls (set by :class:`System`)."""
 
     def spin_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -266,23 +267,15 @@ class RosClient:
         return client
 
     def trigger(self, service: str, timeout_s: float = 5.0) -> tuple[bool, str]:
-        """Call a Trigger service; AssertionError if unreachable or unanswered."""
-        from std_srvs.srv import Trigger
+        """Call a Trigger service; AssertionError if unreachable or unanswered (a lost request is
+        sent again: :func:`~asap_ros.testing.trigger_calls.call_trigger`)."""
+        return self.trigger_at(service, timeout_s)[1]
 
+    def trigger_at(self, service: str, timeout_s: float = 5.0) -> tuple[int, tuple[bool, str]]:
+        """``(time.time_ns() just before the answered send, result)`` of a Trigger call."""
         client = self._trigger_client(service, timeout_s)
-        future = client.call_async(Trigger.Request())
-        assert self.spin_until(future.done, timeout_s), f"{service} did not answer"
-        return future.result().success, future.result().message
-
-    def trigger_at(self, service: str) -> tuple[int, tuple[bool, str]]:
-        """``(time.time_ns() just before sending, result)`` of a Trigger call to a ready service."""
-        from std_srvs.srv import Trigger
-
-        client = self._trigger_client(service)
-        sent = time.time_ns()
-        future = client.call_async(Trigger.Request())
-        assert self.spin_until(future.done, 5.0), f"{service} did not answer"
-        return sent, (future.result().success, future.result().message)
+        return call_trigger(client, self.records(service), lambda: self.executor.spin_once(timeout_sec=0.02),
+                            timeout_s)
 
     def set_parameter(self, node: str, name: str, value: Any) -> tuple[bool, str]:
         from rcl_interfaces.srv import SetParameters
@@ -337,6 +330,8 @@ class System:
         self.sim = SimProcess(domain, logs, lowstate_rate_hz, mocap_rate_hz, sim_profile, mocap_readers)
         self.lowcmd = LowCmdObserver()
         self.ros = RosClient(domain)
+        self.ros.records = lambda service: node_records(service, self.logs / f"deploy{self._deploy_runs}.log",
+                                                        self.logs / f"supervisor{self._supervisor_runs}.log")
         self.deploy: subprocess.Popen | None = None
         self.supervisor: subprocess.Popen | None = None
         self._deploy_runs = self._supervisor_runs = 0
@@ -407,10 +402,7 @@ class System:
         """Stand as soon as the deploy node has a healthy state, then wait for HOLD."""
         deadline = time.monotonic() + 5.0
         while True:
-            try:
-                ok, message = self.ros.trigger("/asap_deploy/stand", STAND_ANSWER_S)
-            except AssertionError as exc:  # unanswered: sent to a just-restarted node before it matched?
-                ok, message = self.ros.latched.get("/asap_deploy/mode") in ("STAND_UP", "HOLD"), str(exc)
+            ok, message = self.ros.trigger("/asap_deploy/stand")
             if ok or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
