@@ -34,8 +34,9 @@ POLL_PERIOD_S = 0.01
 DEFAULT_RT_PRIORITY = 80
 """The control thread's SCHED_FIFO priority (as asap_deploy's on the robot)."""
 SIMULATOR_ABOVE = 10
-"""The simulator's physics thread, rt/lowcmd reader and DDS receive threads run this far above the
-control thread: in the place of the robot's own board, out of reach of the computer's load."""
+"""The simulator's physics thread and DDS receive threads run this far above the control thread:
+in the place of the robot's own board, out of reach of the computer's load. Its rt/lowcmd reader
+runs one below the control thread: the board takes LowCmd without the computer's CPU."""
 RECORDER_MODULE = "asap_ros.ros.recorder_node"
 RECORDER_READY_S = 3.0
 """Time given to asap_recorder to subscribe before the robot stands up."""
@@ -143,7 +144,8 @@ class GroundTruthBuffer:
 def _start_simulator(args: argparse.Namespace, domain: int, out_dir: Path, record: bool, rt_priority: int) -> subprocess.Popen:
     command = sim_command(domain, stats_json=out_dir / "sim_stats.json", profile=str(args.profile),
                           mocap_rate_hz=None if record else 0, viewer=args.viewer,
-                          realtime_priority=rt_priority + SIMULATOR_ABOVE if rt_priority else 0)
+                          realtime_priority=rt_priority + SIMULATOR_ABOVE if rt_priority else 0,
+                          lowcmd_priority=below(rt_priority))
     log = (out_dir / "asap_sim.log").open("w")
     return subprocess.Popen(dying_with_this_process(command), stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "ROS_DOMAIN_ID": str(domain)})

@@ -38,7 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mocap-dropout", type=float, help="probability a motion-capture frame is lost")
     parser.add_argument("--no-band", action="store_true", help="start without the elastic band")
     parser.add_argument("--realtime-priority", type=int, default=0, metavar="N",
-                        help="SCHED_FIFO priority 1..99 of the physics thread and the rt/lowcmd reader (0: normal)")
+                        help="SCHED_FIFO priority 1..99 of the physics thread (0: normal)")
+    parser.add_argument("--lowcmd-priority", type=int, metavar="N",
+                        help="SCHED_FIFO priority 1..99 of the rt/lowcmd reader (0: normal; default: "
+                             "--realtime-priority); below the control thread's, the board's intake takes "
+                             "none of that thread's CPU")
     parser.add_argument("--wait-for-readers", type=int, default=0, metavar="N",
                         help="start the physics once rt/lowstate has N matched readers (at most "
                              f"{READERS_WAIT_S:g} s): a recorder or client started first misses no sample")
@@ -88,15 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     for option, value in (("--wait-for-readers", args.wait_for_readers), ("--wait-for-mocap-readers", args.wait_for_mocap_readers)):
         if value < 0:
             parser.error(f"{option} must be >= 0, got {value}")
-    if not 0 <= args.realtime_priority <= 99:
-        parser.error(f"--realtime-priority must be 0..99, got {args.realtime_priority}")
+    for option, value in (("--realtime-priority", args.realtime_priority), ("--lowcmd-priority", args.lowcmd_priority)):
+        if value is not None and not 0 <= value <= 99:
+            parser.error(f"{option} must be 0..99, got {value}")
     if args.realtime_priority:
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # the mocap stream and DDS readers yield to the physics
     try:
         from asap_ros.sim.simulator import Simulator
 
         config = config_from_args(args)
-        sim = Simulator(config, args.domain, args.interface, viewer=args.viewer, realtime_priority=args.realtime_priority)
+        sim = Simulator(config, args.domain, args.interface, viewer=args.viewer, realtime_priority=args.realtime_priority,
+                        lowcmd_priority=args.lowcmd_priority)
         done = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: done.set())

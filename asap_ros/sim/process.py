@@ -40,10 +40,12 @@ def sim_command(
     wait_for_mocap_readers: int = 0,
     viewer: bool = False,
     realtime_priority: int = 0,
+    lowcmd_priority: int | None = None,
 ) -> list[str]:
     """The command that runs ``asap_sim`` with these options (None: ``config/sim.yaml``'s);
-    ``realtime_priority``: its physics thread, rt/lowcmd reader and Cyclone DDS receive threads
-    under SCHED_FIFO (its start-up, loading the model, at normal priority)."""
+    ``realtime_priority``: its physics thread and Cyclone DDS receive threads under SCHED_FIFO
+    (its start-up, loading the model, at normal priority); ``lowcmd_priority``: its rt/lowcmd
+    reader's (None: ``realtime_priority``'s)."""
     command = [sys.executable, "-m", "asap_ros.sim.main", "--domain", str(domain), "--interface", interface]
     for option, value in (("--stats-json", stats_json), ("--profile", profile), ("--lowstate-rate", lowstate_rate_hz),
                           ("--mocap-rate", mocap_rate_hz)):
@@ -54,6 +56,8 @@ def sim_command(
             command += [option, str(value)]
     if realtime_priority:
         command += ["--realtime-priority", str(realtime_priority)]
+    if lowcmd_priority is not None:
+        command += ["--lowcmd-priority", str(lowcmd_priority)]
     if viewer:
         command.append("--viewer")
     return command

@@ -92,9 +92,11 @@ class Simulator:
         viewer: bool = False,
         assets_dir: str | Path | None = None,
         realtime_priority: int = 0,
+        lowcmd_priority: int | None = None,
     ):
-        """``realtime_priority`` > 0: the physics thread and the rt/lowcmd reader under SCHED_FIFO,
-        the mocap stream's thread one below (``scheduling_note`` says why not, when refused)."""
+        """``realtime_priority`` > 0: the physics thread under SCHED_FIFO, the mocap stream's thread
+        one below (``scheduling_note`` says why not, when refused); ``lowcmd_priority``: the
+        rt/lowcmd reader's (None: ``realtime_priority``; 0: normal scheduling)."""
         self.config = config
         self.domain = domain
         self.interface = interface
@@ -118,6 +120,7 @@ class Simulator:
                                      realtime_priority=max(realtime_priority - 1, 0))
         self._viewer_wanted = viewer
         self._priority = realtime_priority
+        self._lowcmd_priority = realtime_priority if lowcmd_priority is None else lowcmd_priority
         self.scheduling_note: str | None = None
         self._viewer: Any = None
         self._lowstate_writer: RawWriter | None = None
@@ -160,7 +163,8 @@ class Simulator:
         dp = participant()
         self._lowstate_writer = RawWriter(LOWSTATE_TOPIC, LowState_)
         self._gt_writer = DataWriter(dp, Topic(dp, GROUND_TRUTH_TOPIC, GroundTruth_))
-        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self.intake.on_payload, realtime_priority=self._priority)
+        self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self.intake.on_payload,
+                                      realtime_priority=self._lowcmd_priority)
         self._control_reader = RawReader(CONTROL_TOPIC, SimControl_, self._on_control, qos=CONTROL_QOS)
         if self.mocap is not None:
             self.mocap.open()
@@ -360,6 +364,7 @@ class Simulator:
             "step_cost_us": {"p50": p50, "p99": p99, "max": pmax},
             "resyncs": self.resyncs,
             "realtime_priority": self._priority,
+            "lowcmd_priority": self._lowcmd_priority,
             "scheduling_note": self.scheduling_note,
             "lowstates_published": self.lowstates_published,
             "lowstate_gaps": {"over_2_periods": self.lowstate_gaps, "max_ms": self._max_gap_ns / 1e6},

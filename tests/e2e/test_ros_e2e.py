@@ -38,7 +38,8 @@ def test_every_thread_on_the_control_path_runs_at_its_priority(system):
     sinks) one below, so none is preempted by ordinary work while it holds the GIL the control
     thread waits for; the supervisor's watchdog at 85, its executor and remote-button watch at
     84, its DDS receive threads and the readers of the deploy node's beats and commands at 79 (each
-    step's writes wake them); the simulator's physics at 90."""
+    step's writes wake them); the simulator's physics at 90 and its rt/lowcmd reader at 79 (the
+    board takes LowCmd without the computer's CPU)."""
     if not fifo_permitted():
         pytest.skip("SCHED_FIFO is not permitted here: the nodes run at normal priority (and say so)")
     fifo = os.SCHED_FIFO
@@ -56,6 +57,7 @@ def test_every_thread_on_the_control_path_runs_at_its_priority(system):
     assert supervisor["asap-robot"] == {(fifo, 84)}, supervisor
     sim = thread_scheduling(system.sim.process.pid)  # the robot's board: above the loop
     assert sim["asap-sim-physic"] == {(fifo, 90)}, sim  # the kernel keeps 15 bytes of a name
+    assert sim["dds rt/lowcmd"] == {(fifo, 79)}, sim
 
 
 def test_estop_service_while_tracking_sends_damping_at_once(system):

@@ -24,10 +24,13 @@ def test_sim_command_passes_only_the_options_given():
 def test_sim_command_runs_the_physics_realtime_and_its_start_up_at_normal_priority():
     command = sim_command(7, realtime_priority=90)
     assert command[0] != "chrt" and command[command.index("--realtime-priority") + 1] == "90"
+    assert build_parser().parse_args(command[3:]).lowcmd_priority is None  # the reader at the physics' priority
+    options = build_parser().parse_args(sim_command(7, realtime_priority=90, lowcmd_priority=79)[3:])
+    assert (options.realtime_priority, options.lowcmd_priority) == (90, 79)
 
 
 @pytest.mark.parametrize("option, value", [("--wait-for-readers", "-1"), ("--wait-for-mocap-readers", "-2"),
-                                           ("--realtime-priority", "100")])
+                                           ("--realtime-priority", "100"), ("--lowcmd-priority", "-1")])
 def test_bad_start_up_options_are_refused_naming_the_option(option, value, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--domain", "1", option, value])
