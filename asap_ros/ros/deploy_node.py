@@ -53,6 +53,11 @@ OPERATOR_RECORDS_KEPT = 10
 """Operator requests shown in diagnostics (the newest)."""
 
 
+def operator_line(request: str, source: str, accepted: bool, reason: str) -> str:
+    """The log line of one operator request (the e2e harness reads it back as the call's record)."""
+    return f"operator {request} via {source}: {'accepted' if accepted else 'REFUSED'}: {reason}"
+
+
 def controller_config_with_overrides(config: Any, values: Mapping[str, Any], source: str) -> Any:
     """The controller config with every non-zero override parameter applied."""
     safety_keys = ("max_state_age_ms", "max_tilt_deg", "max_temperature_c", "max_start_temperature_c")
@@ -193,7 +198,7 @@ class DeployNode(NodeBehaviour):
             self._operator_pub.publish(String(data=json.dumps(record)))
         except Exception as exc:  # rclpy's context is gone on Ctrl-C: the log line below stays
             record["unpublished"] = repr(exc)
-        text = f"operator {request} via {source}: {'accepted' if accepted else 'REFUSED'}: {reason}"
+        text = operator_line(request, source, accepted, reason)
         if accepted:
             self.node.get_logger().info(text)
         else:

@@ -46,8 +46,7 @@ class LoggedService:
 def node_records(service: str, deploy_log: Path, supervisor_log: Path) -> LoggedService | None:
     """How asap_deploy and asap_supervisor record a call to ``service`` (None: another service).
 
-    asap_deploy logs ``operator <request> via ~/<name>: accepted|REFUSED: <message>`` for each
-    Trigger call; asap_supervisor logs ``~/reset: <message>`` (INFO when it succeeded) and
+    asap_deploy logs :func:`~asap_ros.ros.deploy_node.operator_line` for each Trigger call; asap_supervisor logs ``~/reset: <message>`` (INFO when it succeeded) and
     ``e-stop from ~/estop service``."""
     deploy = "/asap_deploy/"
     if service.startswith(deploy):
@@ -94,17 +93,17 @@ def call_trigger(client: Any, logged: LoggedService | None, spin: Callable[[], N
         now = time.monotonic()
         if logged is not None and record is None and now >= check_at:
             record = logged.record_since(offset)
+            check_at = now + RESEND_AFTER_S  # the log is read once per RESEND_AFTER_S, not per spin
             if record is None and len(sends) < MAX_SENDS:
                 send()
-                check_at = now + RESEND_AFTER_S
                 deadline = max(deadline, check_at)
         if now > deadline:
             break
         spin()
-    if logged is not None and record is None:
-        record = logged.record_since(offset)
-    if record is not None and (answer := logged.answer(record)) is not None:  # type: ignore[union-attr]
-        return sends[0][0], answer
+    if logged is not None:
+        record = record or logged.record_since(offset)
+        if record is not None and (answer := logged.answer(record)) is not None:
+            return sends[0][0], answer
     seen = "no log to read" if logged is None else (f"its log records it: {record.strip()!r}" if record
                                                    else "its log has no record of it")
     raise AssertionError(f"{client.srv_name} did not answer within {timeout_s:g} s ({len(sends)} sends; {seen})")

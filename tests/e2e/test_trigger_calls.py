@@ -15,6 +15,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
+from asap_ros.ros.deploy_node import operator_line
 from asap_ros.testing.trigger_calls import MAX_SENDS, RESEND_AFTER_S, LoggedService, call_trigger, node_records
 
 DOMAIN = 91
@@ -128,8 +129,8 @@ def test_without_a_log_an_unanswered_call_is_sent_once(client, tmp_path):
 def test_node_records_read_the_nodes_own_log_lines(tmp_path):
     deploy, supervisor = tmp_path / "deploy1.log", tmp_path / "supervisor1.log"
     stand = node_records("/asap_deploy/stand", deploy, supervisor)
-    line = ("[WARN] [1796556909.5] [asap_deploy]: operator Stand via ~/stand: REFUSED: Stand refused: "
-            "reset the supervisor first")
+    line = "[WARN] [1796556909.5] [asap_deploy]: " + operator_line("Stand", "~/stand", False,
+                                                                     "Stand refused: reset the supervisor first")
     assert stand is not None and stand.log == deploy and stand.marker in line
     assert stand.answer(line) == (False, "Stand refused: reset the supervisor first")
     start = node_records("/asap_deploy/start/kick_level1", deploy, supervisor)
