@@ -43,7 +43,7 @@ from asap_ros.g1.layout import LOWCMD_TOPIC, LOWCMD_WIRE, LOWSTATE_TOPIC, LOWSTA
 from asap_ros.ros.node_main import EXIT_OK, NodeBehaviour, run_node
 from asap_ros.ros.parameters import NodeParams
 from asap_ros.runtime.arbitration import decode_beat, decode_grant, encode_grant, host_id, new_session
-from asap_ros.runtime.scheduling import GIL_SWITCH_INTERVAL_S, below, name_os_thread, run_realtime
+from asap_ros.runtime.scheduling import GIL_SWITCH_INTERVAL_S, below, half_a_period_off, name_os_thread, run_realtime
 
 __all__ = ["NODE_NAME", "SupervisorNode", "main"]
 
@@ -59,8 +59,8 @@ def lowcmd_is_damping(record: Any) -> bool:
 class SupervisorNode(NodeBehaviour):
     """The supervisor's DDS readers/writers, ROS interface and threads around its core."""
 
-    LOWSTATE_POLL_S = 0.01
-    """The newest LowState (remote buttons, mode_machine) is read this often, not all 500 per
+    LOWSTATE_POLL_NS = 10_000_000
+    """The newest LowState (remote buttons, mode_machine) is read every 10 ms, not all 500 per
     second: a button press lasts far longer, and each sample costs Python time."""
     FORWARD_RETRY_S = 0.05
     """While the deploy node's e-stop service is not discovered, look for it this often."""
@@ -189,10 +189,12 @@ class SupervisorNode(NodeBehaviour):
 
     # --- inputs (DDS and executor threads) -------------------------------------------------
     def _watch_robot(self) -> None:
-        """Every ``LOWSTATE_POLL_S``: the newest LowState, if new (its own thread)."""
+        """Every ``LOWSTATE_POLL_NS``: the newest LowState, if new (its own thread)."""
         name_os_thread()
         seen_ns = 0
-        while not self._stop.wait(self.LOWSTATE_POLL_S):
+        # half a poll period off the control loop's deadlines, as the watchdog (:meth:`_run`)
+        while not self._stop.wait(max(0, half_a_period_off(time.monotonic_ns(), self.LOWSTATE_POLL_NS)
+                                      - time.monotonic_ns()) / 1e9):
             payload, stamp_ns, _arrival_ns = self._lowstate.newest()
             if payload is not None and stamp_ns != seen_ns:
                 seen_ns = stamp_ns
@@ -371,7 +373,7 @@ class SupervisorNode(NodeBehaviour):
         refused = run_realtime(self.params["realtime_priority"])
         if refused:
             self._log.append(("warning", f"watchdog thread: {refused}"))
-        next_ns = time.monotonic_ns()
+        period_ns = self.core.timing.write_period_ns
         while not self._stop.is_set() and self.failed is None:
             self._retry_forward()
             with self._lock:
@@ -389,7 +391,11 @@ class SupervisorNode(NodeBehaviour):
                         self.stale_writes_dropped += 1
                         self._log.append(("warning", f"damping write dropped: {(now - tick.write_until_ns) / 1e6:.1f} ms "
                                                      "past its step's write window (the supervisor stalled)"))
-            next_ns = max(next_ns + self.core.timing.write_period_ns, time.monotonic_ns())
+            # at (k + 1/2) write periods on the monotonic clock: above the deploy node's control thread,
+            # this thread and the grants it sends keep half a period (5 ms) off each control deadline
+            # (multiples of 20 ms) instead of preempting steps at a phase of their own; an overrun
+            # skips to the next such instant
+            next_ns = half_a_period_off(time.monotonic_ns(), period_ns)
             self._stop.wait(max(0.0, min(tick.next_ns, next_ns) - time.monotonic_ns()) / 1e9)
 
     # --- outputs ---------------------------------------------------------------------------

@@ -21,6 +21,15 @@ def on_grid(after_ns: int, period_ns: int, phase_ns: int = 0) -> int:
     return after_ns + period_ns - (after_ns - phase_ns) % period_ns
 
 
+def half_a_period_off(after_ns: int, period_ns: int) -> int:
+    """The first instant ``(k + 1/2)·period_ns`` strictly after ``after_ns`` (monotonic clock). A
+    periodic thread above the control thread sleeps to these instants: with a period that divides
+    the loop's (the supervisor's 10 ms, the loop's 20 ms) it wakes at least half its period away
+    from every control deadline (multiples of the loop's period), never inside a step's first
+    ``period_ns / 2``."""
+    return on_grid(after_ns, period_ns, period_ns // 2)
+
+
 def below(priority: int) -> int:
     """The SCHED_FIFO priority one below ``priority``; 0 (normal scheduling) below 0 or 1: a process
     with a real-time thread (the control loop, the supervisor's watchdog) runs its other Python

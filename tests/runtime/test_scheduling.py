@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from asap_ros.runtime.scheduling import below, fifo_permitted, on_grid, run_realtime
+from asap_ros.runtime.scheduling import below, fifo_permitted, half_a_period_off, on_grid, run_realtime
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="no POSIX thread scheduling")
 
@@ -51,3 +51,15 @@ def test_grid_instants_are_the_next_multiple_of_the_period_plus_the_phase() -> N
     assert [on_grid(t, 20, 5) for t in (0, 4, 5, 24, 25)] == [5, 5, 25, 25, 45]
     assert on_grid(0, 20, 30) == on_grid(0, 20, 10) == 10 and on_grid(7, 20, -5) == 15
     assert on_grid(1_796_494_993_612_200_001, 20_000_000) == 1_796_494_993_620_000_000
+
+
+def test_a_thread_half_a_period_off_keeps_half_its_period_from_every_control_deadline() -> None:
+    ms = 1_000_000
+    assert [half_a_period_off(t, 10 * ms) for t in (0, 5 * ms - 1, 5 * ms, 14 * ms)] == [5 * ms, 5 * ms, 15 * ms, 15 * ms]
+    control_period, period = 20 * ms, 10 * ms  # the loop's and the supervisor's
+    wakes, t = [], 123_456_789
+    for _ in range(100):
+        t = half_a_period_off(t, period)
+        wakes.append(t)
+    distance = [min(w % control_period, control_period - w % control_period) for w in wakes]
+    assert min(distance) == max(distance) == period // 2
