@@ -132,7 +132,9 @@ def deploy_loop_stats(log: Path) -> dict[str, Any]:
 def late_causes_line(stats: dict[str, Any]) -> str:
     """Which of the loop's late steps woke late, which a garbage collection overlapped, and where
     their time went on the control thread (:class:`~asap_ros.runtime.control_loop.LateSplit`)."""
-    return (f"deploy node's loop: {stats['deadline_misses']} late steps, {stats['late_woke']} of them woke more "
+    return (f"deploy node's loop: per step on a CPU {stats['ran_us_per_step']:.0f} us, waiting for one "
+            f"{stats['cpu_wait_us_per_step']:.0f} us (mean); "
+            f"{stats['deadline_misses']} late steps, {stats['late_woke']} of them woke more "
             f"than {LATE_AFTER_MS:g} ms late, {stats['late_in_gc']} overlapped a garbage collection "
             f"(longest {stats['gc_max_ms']:.1f} ms); wake-up lateness p99 {stats.get('wake_late_p99_us', 0) / 1e3:.2f} / "
             f"max {stats.get('wake_late_max_us', 0) / 1e3:.1f} ms; compute p99 {stats.get('compute_p99_us', 0) / 1e3:.2f} / "

@@ -239,6 +239,12 @@ class LoopStats:
     """Late steps that a garbage collection on the sink thread overlapped (it holds the GIL)."""
     late_split: LateSplit = LateSplit()
     """Where the late steps' time went, from the control thread's own schedstat."""
+    ran_us_per_step: float = 0.0
+    """The control thread's time on a CPU per step on the grid, mean over every step since its
+    first (its schedstat, as :class:`LateSplit`; e-stop steps off the grid included)."""
+    cpu_wait_us_per_step: float = 0.0
+    """Its time runnable but waiting for a CPU per step, the same way: what threads of equal or
+    higher priority took from it, late or not."""
 
     def as_dict(self) -> dict[str, Any]:
         """Flat keys for diagnostics and run summaries (``deadline_misses``, ``latency_p99_us``, ...)."""
@@ -252,6 +258,7 @@ class LoopStats:
         flat["state_waits"], flat["gc_max_ms"] = self.state_waits, self.gc_max_ms
         flat["late_woke"], flat["late_in_gc"] = self.late_woke, self.late_in_gc
         flat.update({f"late_{name}": value for name, value in dataclasses.asdict(self.late_split).items()})
+        flat["ran_us_per_step"], flat["cpu_wait_us_per_step"] = self.ran_us_per_step, self.cpu_wait_us_per_step
         for name, value in (("latency", self.latency), ("compute", self.compute), ("wake_late", self.wake_late),
                             ("state_wait", self.state_wait)):
             if value is not None:
@@ -281,6 +288,9 @@ class _Timing:
         self.late_steps = self.late_run = self.longest_late_run = self.skipped_periods = 0
         self.late_woke = self.late_in_gc = 0
         self.late_ran_ns = self.late_cpu_wait_ns = self.late_off_cpu_ns = 0
+        self.cpu_first: tuple[int, int, int] | None = None
+        self.cpu_last: tuple[int, int, int] = (0, 0, 0)
+        self.cpu_steps = 0
 
     def woke(self, late_ns: int) -> None:
         self.wake_late_ns[self.woken % len(self.wake_late_ns)] = late_ns
@@ -306,6 +316,21 @@ class _Timing:
             self.late_ran_ns += split[0]
             self.late_cpu_wait_ns += split[1]
             self.late_off_cpu_ns += split[2]
+
+    def cpu(self, times: tuple[int, int, int]) -> None:
+        """The control thread's cumulative times at a grid step's end (the first one: the baseline)."""
+        if self.cpu_first is None:
+            self.cpu_first = times
+        else:
+            self.cpu_steps += 1
+        self.cpu_last = times
+
+    def cpu_per_step_us(self) -> tuple[float, float]:
+        """(on a CPU, waiting for one) per grid step since the first, us."""
+        if self.cpu_first is None or not self.cpu_steps:
+            return 0.0, 0.0
+        first, last, steps = self.cpu_first, self.cpu_last, self.cpu_steps
+        return (last[0] - first[0]) / steps / 1e3, (last[1] - first[1]) / steps / 1e3
 
     def late_split(self) -> LateSplit:
         return LateSplit(self.late_ran_ns / 1e6, self.late_cpu_wait_ns / 1e6, self.late_off_cpu_ns / 1e6)
@@ -529,6 +554,7 @@ class ControlLoop:
     def stats(self) -> LoopStats:
         """The statistics now (any thread; the rings are read as they are)."""
         t = self._timing
+        ran_us, cpu_wait_us = t.cpu_per_step_us()
         return LoopStats(
             steps=self._tick, written=self._written, withheld=self._withheld, outlived_lease=self._outlived,
             late_steps=t.late_steps, longest_late_run=t.longest_late_run, skipped_periods=t.skipped_periods,
@@ -538,6 +564,7 @@ class ControlLoop:
             wake_late=t.percentiles(t.wake_late_ns, t.woken), state_waits=t.state_waits,
             state_wait=t.percentiles(t.state_wait_ns, t.state_waits), gc_max_ms=self._collector.max_ms,
             late_woke=t.late_woke, late_in_gc=t.late_in_gc, late_split=t.late_split(),
+            ran_us_per_step=ran_us, cpu_wait_us_per_step=cpu_wait_us,
         )  # fmt: skip
 
     def recent_steps(self) -> str:
@@ -612,6 +639,7 @@ class ControlLoop:
             self._guarded_step(self._take, timing.late_run > 0)
             finished = clock.monotonic_ns()
             previous, ended = ended, thread_times()
+            timing.cpu(ended)
             # late: the loop's own lateness past late_after_s; a wait for a state that had not come
             # (at most state_wait_s) is the robot stream's delay, which the state-age limit judges
             late = finished - self._last_wait_ns > deadline + self._late_after_ns

@@ -30,7 +30,7 @@ from asap_ros.core.state_machine import EStop, Reset, Stand, Start, Stop
 from asap_ros.g1.layout import LOWCMD_WIRE
 from asap_ros.g1.sdk import lowcmd_crc_ok
 from asap_ros.runtime.clock import Clock
-from asap_ros.runtime.control_loop import ControlLoop, StepRecord, check_control_rate, existing_cpu
+from asap_ros.runtime.control_loop import ControlLoop, StepRecord, _Timing, check_control_rate, existing_cpu
 from asap_ros.runtime.fault_injection import FaultInjection, parse_faults
 from asap_ros.runtime.policies import build_controller, load_policy_runner
 from asap_ros.sim.bridge import LowStateEncoder, RobotReading
@@ -193,6 +193,19 @@ def test_loop_runs_controller_on_the_wire_format(rig) -> None:
     flat = stats.as_dict()
     assert flat["deadline_misses"] == stats.late_steps and flat["latency_p99_us"] == stats.latency.p99_us
     assert flat["late_ran_ms"] == stats.late_split.ran_ms and flat["late_off_cpu_ms"] == stats.late_split.off_cpu_ms
+    assert 0 < stats.ran_us_per_step < 20_000 and stats.cpu_wait_us_per_step >= 0  # its schedstat, read each step
+    assert flat["ran_us_per_step"] == stats.ran_us_per_step
+
+
+def test_cpu_per_step_is_the_mean_since_the_first_step() -> None:
+    """(on a CPU, waiting for one) per grid step: the first step's reading is the baseline."""
+    timing = _Timing()
+    assert timing.cpu_per_step_us() == (0.0, 0.0)
+    timing.cpu((5_000_000, 7_000_000, 0))
+    assert timing.cpu_per_step_us() == (0.0, 0.0)
+    for step in range(1, 5):
+        timing.cpu((5_000_000 + step * 900_000, 7_000_000 + step * (100_000 if step % 2 else 300_000), 0))
+    assert timing.cpu_per_step_us() == (900.0, 300.0)  # the cumulative wait is 1.2 ms after 4 steps
 
 
 def test_estop_is_written_before_the_next_deadline(make_rig) -> None:
