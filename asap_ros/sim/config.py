@@ -58,6 +58,9 @@ class SimConfig:
     robot: str = "g1_29dof.yaml"
     physics_rate_hz: float = 500.0
     lowstate_rate_hz: float = 500.0
+    lowstate_lead_ms: float = 0.6
+    """Each LowState's physics step starts this long before a multiple of the LowState period on
+    the monotonic clock (see ``config/sim.yaml``); in [0, LowState period)."""
     mode_machine: int = 5
     command_timeout_s: float = 0.1
     profile: str = "nominal"
@@ -84,6 +87,7 @@ def load_sim_config(path: str | Path | None = None) -> SimConfig:
         robot=cfg.str("robot", SimConfig.robot),
         physics_rate_hz=cfg.float("physics_rate_hz", SimConfig.physics_rate_hz, low=MIN_PHYSICS_RATE_HZ),
         lowstate_rate_hz=cfg.float("lowstate_rate_hz", SimConfig.lowstate_rate_hz, low=1.0),
+        lowstate_lead_ms=cfg.float("lowstate_lead_ms", SimConfig.lowstate_lead_ms, low=0.0),
         mode_machine=cfg.int("mode_machine", SimConfig.mode_machine, low=0, high=255),
         command_timeout_s=cfg.float("command_timeout_s", SimConfig.command_timeout_s, low=0.001),
         profile=cfg.str("profile", SimConfig.profile),
@@ -107,6 +111,10 @@ def check_sim_config(config: SimConfig) -> None:
             config.source, "lowstate_rate_hz",
             f"must divide physics_rate_hz {config.physics_rate_hz:g} into whole steps", config.lowstate_rate_hz,
         )
+    lowstate_period_ms = 1e3 / config.lowstate_rate_hz
+    if not 0 <= config.lowstate_lead_ms < lowstate_period_ms:
+        raise ConfigError(config.source, "lowstate_lead_ms", f"must be in [0, {lowstate_period_ms:g}) "
+                          "(the LowState period)", config.lowstate_lead_ms)
     if not 0 <= config.mode_machine <= 255:
         raise ConfigError(config.source, "mode_machine", "must be 0..255", config.mode_machine)
     mocap = config.mocap

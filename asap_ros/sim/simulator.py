@@ -34,7 +34,7 @@ from asap_ros.core.errors import AsapError
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.g1.layout import LOWCMD_TOPIC, LOWSTATE_TOPIC
 from asap_ros.runtime.dds import RawReader, RawWriter, close_entity, init_channels, participant
-from asap_ros.runtime.scheduling import run_realtime
+from asap_ros.runtime.scheduling import on_grid, run_realtime
 from asap_ros.sim.bridge import LowCmdIntake, LowStateEncoder, RobotReading
 from asap_ros.sim.config import SimConfig
 from asap_ros.sim.control import CONTROL_QOS
@@ -58,7 +58,7 @@ from asap_ros.sim.mocap_stream import MocapStream
 from asap_ros.sim.motors import CommandGate, MotorHealthOverrides, MotorModel, ThermalModel
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
-from asap_ros.sim.stalls import StallMeter
+from asap_ros.sim.stalls import STALL_AFTER_NS, StallMeter
 
 MAX_LAG_S = 0.05
 """Behind the deadline grid by more than this: restart the grid (counted as a resync)."""
@@ -139,7 +139,8 @@ class Simulator:
         """Intervals between consecutive LowState writes longer than twice the nominal period."""
         self._max_gap_ns = 0
         self._last_publish_ns = 0
-        self.stalls = StallMeter()
+        # a gap longer than a control period, or than two LowState periods where the stream is slower
+        self.stalls = StallMeter(after_ns=max(STALL_AFTER_NS, round(2e9 / config.lowstate_rate_hz)))
         """Gaps between LowState writes longer than one control period, each attributed (written on
         stderr as it ends, and in :meth:`stats`)."""
         self.controls_applied = 0
@@ -297,28 +298,36 @@ class Simulator:
         physics = self.physics
         dt = physics.timestep
         period_ns = int(round(dt * 1e9))
-        decimation = self.config.lowstate_decimation
+        publish_period_ns = period_ns * self.config.lowstate_decimation
+        lead_ns = int(round(self.config.lowstate_lead_ms * 1e6))
+        # steps on the monotonic clock's grid of the physics period, those that publish lead_ns before
+        # multiples of the LowState period: the control loop's deadlines (multiples of 20 ms) find a
+        # LowState just written, and the simulator's work (its CPU, on a shared computer, the robot
+        # board's on a robot) keeps off the first period - lead of each control step
+        phase_ns = -lead_ns % period_ns
         max_lag_ns = int(MAX_LAG_S * 1e9)
         viewer_every = max(1, round(VIEWER_PERIOD_S / dt))
-        self._started_ns = deadline = time.monotonic_ns()
+        self._started_ns = time.monotonic_ns()
+        deadline = on_grid(self._started_ns, period_ns, phase_ns)
         while not self._stop.is_set():
+            now = time.monotonic_ns()
+            if deadline > now:
+                time.sleep((deadline - now) / 1e9)
             began = time.perf_counter_ns()
             self._apply_requests()
             tau, enabled = self.step_physics(time.monotonic_ns())
             self.steps += 1
             self._pose = (physics.pelvis_pos(), physics.pelvis_quat_wxyz())
-            if self.steps % decimation == 0:
+            if (deadline + lead_ns) % publish_period_ns == 0:
                 self._publish(tau, enabled)
             if self._viewer is not None and self.steps % viewer_every == 0:
                 self._viewer.sync()
             self._step_cost_ns[(self.steps - 1) % len(self._step_cost_ns)] = time.perf_counter_ns() - began
             deadline += period_ns
             now = time.monotonic_ns()
-            if now - deadline > max_lag_ns:
+            if now - deadline > max_lag_ns:  # too far behind to catch up: the grid's next instant
                 self.resyncs += 1
-                deadline = now
-            elif deadline > now:
-                time.sleep((deadline - now) / 1e9)
+                deadline = on_grid(now, period_ns, phase_ns)
         self._stopped_ns = time.monotonic_ns()
 
     def _publish(self, tau: np.ndarray, enabled: np.ndarray) -> None:
@@ -357,6 +366,7 @@ class Simulator:
         return {
             "profile": self.profile.name,
             "physics_rate_hz": self.config.physics_rate_hz,
+            "lowstate_lead_ms": self.config.lowstate_lead_ms,
             "steps": self.steps,
             "sim_time_s": self.physics.time,
             "wall_time_s": wall_s,

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from asap_ros.runtime.scheduling import fifo_permitted
@@ -58,6 +59,56 @@ def test_every_thread_on_the_control_path_runs_at_its_priority(system):
     sim = thread_scheduling(system.sim.process.pid)  # the robot's board: above the loop
     assert sim["asap-sim-physic"] == {(fifo, 90)}, sim  # the kernel keeps 15 bytes of a name
     assert sim["dds rt/lowcmd"] == {(fifo, 79)}, sim
+
+
+def _writes(topic: str, idl_type: type, duration_s: float = 1.0, **qos) -> list[tuple[int, bytes]]:
+    """(write time on the monotonic clock, from the writer's source stamp; payload) of every
+    sample written on ``topic`` for ``duration_s``."""
+    from asap_ros.runtime.dds import RawReader
+
+    samples: list[tuple[int, bytes]] = []
+    reader = RawReader(topic, idl_type, lambda payload, _arrival, _writer, source: samples.append((source, payload)),
+                       source_stamps=True, depth=256, **qos)
+    try:
+        time.sleep(duration_s)
+    finally:
+        reader.close()
+    wall_minus_monotonic = time.time_ns() - time.monotonic_ns()  # the source stamp is the writer's wall clock
+    return [(source - wall_minus_monotonic, payload) for source, payload in samples]
+
+
+def test_threads_above_the_control_loop_keep_off_the_start_of_its_steps(system):
+    """The control loop steps on multiples of 20 ms of the monotonic clock (its LowCmd goes out
+    ~1 ms after). The threads above it keep off the start of a step: the supervisor's watchdog
+    steps half its 10 ms write period after those multiples (its grants; a beat's own answer goes
+    out from the beat reader, below the loop, as the beat arrives), and the simulator (the robot
+    board's place) starts the step of each LowState ``lowstate_lead_ms`` (0.6 ms) before a multiple
+    of 2 ms, so one is written as the control step begins."""
+    from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowState_
+
+    from asap_ros.g1.layout import LOWSTATE_TOPIC
+    from asap_ros.runtime.arbitration import GRANT_QOS, GRANT_TOPIC, SupervisorGrant_, decode_grant
+
+    since = time.time_ns()
+    grants = _writes(GRANT_TOPIC, SupervisorGrant_, qos=GRANT_QOS)
+    lowstates = [(at + 600_000) % 2_000_000 / 1e6 for at, _ in _writes(LOWSTATE_TOPIC, LowState_)]
+    wall_minus_monotonic = time.time_ns() - time.monotonic_ns()
+    steps = [(s.source_ns - wall_minus_monotonic) % 20_000_000 / 1e6 for s in system.lowcmd.samples
+             if s.stamp_ns >= since and not s.damping]
+    answered: set[int] = set()
+    watchdog = []  # the grants that name a beat already answered
+    for at, payload in grants:
+        seq = decode_grant(payload).seq
+        if seq in answered:
+            watchdog.append(at % 10_000_000 / 1e6)
+        answered.add(seq)
+    print(f"\nwritten (median, ms): LowCmd {np.median(steps):.2f} after a multiple of 20, the watchdog's grants "
+          f"{np.median(watchdog):.2f} after a multiple of 10, LowStates {np.median(lowstates):.2f} after their "
+          f"step's instant")
+    assert len(steps) > 25 and len(watchdog) > 50 and len(lowstates) > 250, (len(steps), len(watchdog), len(lowstates))
+    assert np.median(steps) < 5.0  # the control step: from its deadline to its write
+    assert 5.0 <= np.median(watchdog) < 7.5  # the watchdog's step: from (k + 1/2) x 10 ms to its grant
+    assert np.median(lowstates) < 1.4  # the simulator's step: from 0.6 ms before a multiple of 2 ms
 
 
 def test_estop_service_while_tracking_sends_damping_at_once(system):

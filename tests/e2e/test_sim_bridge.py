@@ -179,6 +179,29 @@ def test_lowstate_arrives_at_configured_rate_with_valid_crc(dds_domain, lowcmd_p
         assert gt.band_enabled and abs(gt.sim_time * 1000 - gt.tick) < 1e-6
 
 
+@pytest.mark.parametrize("lead_ms", [0.6, 10.6])
+def test_each_lowstate_is_written_its_lead_after_its_step_began_on_the_clock_s_grid(dds_domain, lowcmd_pub, lead_ms):
+    """The physics steps on the monotonic clock's grid; a LowState's step starts ``lowstate_lead_ms``
+    before a multiple of the LowState period (here 20 ms: one LowState per ten steps), so a control
+    loop stepping on those multiples finds one just written. Its writer's source stamp (wall
+    clock) says when: the step and the encoding after the step's instant (~0.5 ms here)."""
+    stamps: list[int] = []
+    reader = RawReader("rt/lowstate", LowState_, lambda _payload, _arrival, _writer, source: stamps.append(source),
+                       source_stamps=True)
+    try:
+        with running_sim(dds_domain, lowstate_rate_hz=50.0, lowstate_lead_ms=lead_ms) as sim:
+            wait_for(lambda: len(stamps) >= 40, 5.0, "40 LowStates")
+            published = sim.lowstates_published
+    finally:
+        reader.close()
+    wall_minus_monotonic = time.time_ns() - time.monotonic_ns()
+    period_ns, lead_ns = 20_000_000, round(lead_ms * 1e6)
+    after_ms = [(stamp - wall_minus_monotonic + lead_ns) % period_ns / 1e6 for stamp in stamps[5:]]
+    print(f"\n  lead {lead_ms} ms: LowState written p50 {np.median(after_ms):.2f} ms after its step's instant "
+          f"(p90 {np.percentile(after_ms, 90):.2f} ms), {published} published")
+    assert np.median(after_ms) < 4.0, sorted(after_ms)  # of the 20 ms period
+
+
 def test_polled_reader_takes_each_next_lowstate_and_keeps_the_newest_when_none_comes(dds_domain, lowcmd_pub):
     """The control loop's input: no listener; the asking thread takes samples from the reader."""
     reader = PolledReader("rt/lowstate", LowState_)

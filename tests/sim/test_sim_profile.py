@@ -163,6 +163,9 @@ def test_sensor_noise_reaches_lowstate_only_as_configured():
     [
         ("physics_rate_hz: 100", "physics_rate_hz"),
         ("lowstate_rate_hz: 300", "lowstate_rate_hz"),
+        ("lowstate_lead_ms: 2.0", "lowstate_lead_ms"),  # not under the 2 ms LowState period
+        ("lowstate_lead_ms: -0.1", "lowstate_lead_ms"),
+        ("lowstate_lead_ms: fast", "lowstate_lead_ms"),
         ("mode_machine: 300", "mode_machine"),
         ("band: {stifness: 10}", "band.stifness"),
         ("band: {point_m: [0, 0]}", "band.point_m"),
