@@ -484,7 +484,7 @@ class System:
         standing actor holds on its own feet, as an operator does: after DAMPING the band
         attached again, Reset; Stand; the band released once HOLD is reached, and
         :data:`BAND_SETTLE_S` for the standing actor to take the robot's weight."""
-        from asap_ros.sim.dds_types import BAND_ATTACH, BAND_RELEASE
+        from asap_ros.sim.dds_types import BAND_ATTACH
 
         if self.ros.latched.get("/asap_deploy/mode") == "DAMPING":
             self.sim.request(BAND_ATTACH)
@@ -492,6 +492,13 @@ class System:
             self.reset_and_stand()
         else:
             self.stand()
+        self.release_band()
+
+    def release_band(self) -> None:
+        """The band released from a robot the standing actor holds (HOLD), and :data:`BAND_SETTLE_S`
+        for the actor to take the robot's weight."""
+        from asap_ros.sim.dds_types import BAND_RELEASE
+
         self.sim.request(BAND_RELEASE)
         self.ros.spin_until(lambda: False, BAND_SETTLE_S)
 
