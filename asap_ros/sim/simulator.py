@@ -139,10 +139,9 @@ class Simulator:
         """Intervals between consecutive LowState writes longer than twice the nominal period."""
         self._max_gap_ns = 0
         self._last_publish_ns = 0
-        # a gap longer than a control period, or than two LowState periods where the stream is slower
         self.stalls = StallMeter(after_ns=max(STALL_AFTER_NS, round(2e9 / config.lowstate_rate_hz)))
-        """Gaps between LowState writes longer than one control period, each attributed (written on
-        stderr as it ends, and in :meth:`stats`)."""
+        """Gaps between LowState writes longer than one control period (two LowState periods for a
+        stream slower than 100 Hz), each attributed (written on stderr as it ends, and in :meth:`stats`)."""
         self.controls_applied = 0
         self.controls_rejected = 0
         self.last_control_problem = ""

@@ -46,8 +46,9 @@ class LoggedService:
 def node_records(service: str, deploy_log: Path, supervisor_log: Path) -> LoggedService | None:
     """How asap_deploy and asap_supervisor record a call to ``service`` (None: another service).
 
-    asap_deploy logs :func:`~asap_ros.ros.deploy_node.operator_line` for each Trigger call; asap_supervisor logs ``~/reset: <message>`` (INFO when it succeeded) and
-    ``e-stop from ~/estop service``."""
+    asap_deploy logs :func:`~asap_ros.ros.deploy_node.operator_line` for each Trigger call;
+    asap_supervisor logs ``~/reset: <message>`` (INFO when it succeeded) and ``e-stop from ~/estop
+    service``."""
     deploy = "/asap_deploy/"
     if service.startswith(deploy):
         marker = f" via ~/{service[len(deploy):]}: "

@@ -62,8 +62,8 @@ def test_every_thread_on_the_control_path_runs_at_its_priority(system):
 
 
 def _writes(topic: str, idl_type: type, duration_s: float = 1.0, **qos) -> list[tuple[int, bytes]]:
-    """(write time on the monotonic clock, from the writer's source stamp; payload) of every
-    sample written on ``topic`` for ``duration_s``."""
+    """(the writer's source stamp: its wall clock at the write, ns; payload) of every sample
+    written on ``topic`` for ``duration_s``."""
     from asap_ros.runtime.dds import RawReader
 
     samples: list[tuple[int, bytes]] = []
@@ -73,8 +73,7 @@ def _writes(topic: str, idl_type: type, duration_s: float = 1.0, **qos) -> list[
         time.sleep(duration_s)
     finally:
         reader.close()
-    wall_minus_monotonic = time.time_ns() - time.monotonic_ns()  # the source stamp is the writer's wall clock
-    return [(source - wall_minus_monotonic, payload) for source, payload in samples]
+    return samples
 
 
 def test_threads_above_the_control_loop_keep_off_the_start_of_its_steps(system):
@@ -88,19 +87,26 @@ def test_threads_above_the_control_loop_keep_off_the_start_of_its_steps(system):
 
     from asap_ros.g1.layout import LOWSTATE_TOPIC
     from asap_ros.runtime.arbitration import GRANT_QOS, GRANT_TOPIC, SupervisorGrant_, decode_grant
+    from asap_ros.sim.config import load_sim_config
 
     since = time.time_ns()
     grants = _writes(GRANT_TOPIC, SupervisorGrant_, qos=GRANT_QOS)
-    lowstates = [(at + 600_000) % 2_000_000 / 1e6 for at, _ in _writes(LOWSTATE_TOPIC, LowState_)]
-    wall_minus_monotonic = time.time_ns() - time.monotonic_ns()
-    steps = [(s.source_ns - wall_minus_monotonic) % 20_000_000 / 1e6 for s in system.lowcmd.samples
-             if s.stamp_ns >= since and not s.damping]
+    lowstate_writes = _writes(LOWSTATE_TOPIC, LowState_)
+    wall_minus_monotonic = time.time_ns() - time.monotonic_ns()  # source stamps: the writers' wall clock
+
+    def phase_ms(wall_ns: int, period_ns: int, offset_ns: int = 0) -> float:
+        """The write's instant on the monotonic clock, past a multiple of ``period_ns`` (+ ``offset_ns``)."""
+        return (wall_ns - wall_minus_monotonic + offset_ns) % period_ns / 1e6
+
+    lead_ns = round(load_sim_config().lowstate_lead_ms * 1e6)  # the harness's simulator runs config/sim.yaml
+    lowstates = [phase_ms(at, 2_000_000, lead_ns) for at, _ in lowstate_writes]
+    steps = [phase_ms(s.source_ns, 20_000_000) for s in system.lowcmd.samples if s.stamp_ns >= since and not s.damping]
     answered: set[int] = set()
     watchdog = []  # the grants that name a beat already answered
     for at, payload in grants:
         seq = decode_grant(payload).seq
         if seq in answered:
-            watchdog.append(at % 10_000_000 / 1e6)
+            watchdog.append(phase_ms(at, 10_000_000))
         answered.add(seq)
     print(f"\nwritten (median, ms): LowCmd {np.median(steps):.2f} after a multiple of 20, the watchdog's grants "
           f"{np.median(watchdog):.2f} after a multiple of 10, LowStates {np.median(lowstates):.2f} after their "
@@ -108,7 +114,7 @@ def test_threads_above_the_control_loop_keep_off_the_start_of_its_steps(system):
     assert len(steps) > 25 and len(watchdog) > 50 and len(lowstates) > 250, (len(steps), len(watchdog), len(lowstates))
     assert np.median(steps) < 5.0  # the control step: from its deadline to its write
     assert 5.0 <= np.median(watchdog) < 7.5  # the watchdog's step: from (k + 1/2) x 10 ms to its grant
-    assert np.median(lowstates) < 1.4  # the simulator's step: from 0.6 ms before a multiple of 2 ms
+    assert np.median(lowstates) < 1.4  # the simulator's step: from lowstate_lead_ms before a multiple of 2 ms
 
 
 def test_estop_service_while_tracking_sends_damping_at_once(system):
