@@ -125,8 +125,15 @@ def test_an_estop_during_slow_steps_is_answered_and_damps_without_waiting(system
     outlives the 150 ms lease, so the deploy node's own e-stop write is withheld), one writer, and
     no kp > 0 command follows."""
     injected(system, "slow=0.3@motion_tick=20+")
+    writer = deploy_writer(system)
     system.track()
-    time.sleep(0.6)  # motion step 20 is 0.4 s in: a slow step is running now
+    # the e-stop must be latched while the first slow step runs: sent once the deploy node's
+    # LowCmds have paused 60 ms, 0.3 s or more after TRACKING was seen (motion step 20 is 0.4 s
+    # in), it has the slow step's other ~240 ms to arrive, however late TRACKING was seen
+    tracking = time.monotonic()
+    assert system.ros.spin_until(lambda: time.monotonic() - tracking > 0.3 and
+                                 time.time_ns() - system.lowcmd.from_writer(writer, 0)[-1].stamp_ns > 60_000_000,
+                                 5.0), "the deploy node's LowCmds never paused for the slow step"
     sent, (ok, message) = system.ros.trigger_at("/asap_deploy/estop")
     answered = time.time_ns()
     assert ok and "accepted; mode DAMPING" in message, message
