@@ -285,7 +285,7 @@ class WriteLease:
                 return Verdict(Writer.NONE, fault=reason, refusal=f"{reason}; reset the supervisor first",
                                reset_refusal="the supervisor streams damping on rt/lowcmd; reset the supervisor first",
                                yielded=True)
-            return self._own_damping(now_ns, f"{reason}, then went silent: {self._silence(age_ns, grant)}")
+            return self._own_damping(now_ns, f"{reason}, then went silent: {self._silence(age_ns, bound, now_ns)}")
         if age_ns is None:  # the supervisor names another deploy process, or none yet
             if not bound.named:
                 refusal = "no grant from the supervisor for this process yet"
@@ -295,7 +295,7 @@ class WriteLease:
         if age_ns >= grant.lease_ns:
             if waiting:
                 return _AWAITING_ANSWER
-            silent = self._silence(age_ns, grant)
+            silent = self._silence(age_ns, bound, now_ns)
             if age_ns >= grant.lease_ns + self.margin_ns:
                 return self._own_damping(now_ns, silent)
             return Verdict(Writer.NONE, fault=silent, refusal=_NO_CURRENT_GRANT, reset_refusal=_NO_CURRENT_GRANT)
@@ -307,7 +307,7 @@ class WriteLease:
         if age_ns >= grant.lease_ns - self.margin_ns:
             if waiting:  # its own stall aged the grant, within the lease's last two periods too
                 return _AWAITING_ANSWER
-            return Verdict(Writer.LEASED, write_until_ns, fault=self._silence(age_ns, grant), refusal=_NO_CURRENT_GRANT)
+            return Verdict(Writer.LEASED, write_until_ns, fault=self._silence(age_ns, bound, now_ns), refusal=_NO_CURRENT_GRANT)
         return Verdict(Writer.LEASED, write_until_ns)
 
     def _own_damping(self, now_ns: int, fault: str) -> Verdict:
@@ -329,9 +329,15 @@ class WriteLease:
             return _LONG_AGO_NS
         return now_ns - self._sent_ns[slot]
 
-    @staticmethod
-    def _silence(age_ns: int | None, grant: Grant) -> str:
-        lease_ms = grant.lease_ns / 1e6
+    def _silence(self, age_ns: int | None, bound: _Bound, now_ns: int) -> str:
+        """Why the lease is running out, and which side went quiet: grants that keep coming but
+        answer an old beat (the supervisor hears no beats), or no grant at all for as long."""
+        lease_ms = bound.grant.lease_ns / 1e6
         if age_ns is None:
             return f"no grant from the supervisor for this process (lease {lease_ms:g} ms)"
-        return f"no grant from the supervisor for {age_ns / 1e6:.0f} ms (lease {lease_ms:g} ms)"
+        newest = f"its newest grant came {(now_ns - bound.heard_ns) / 1e6:.0f} ms ago"
+        if age_ns == _LONG_AGO_NS:
+            return (f"no grant from the supervisor answers any of the last {self.history} beats (lease {lease_ms:g} ms): "
+                    f"{newest}")
+        return (f"no grant from the supervisor for {age_ns / 1e6:.0f} ms (lease {lease_ms:g} ms): {newest} and "
+                f"answers a beat sent {age_ns / 1e6:.0f} ms ago")

@@ -514,3 +514,21 @@ def test_after_a_stall_dds_forgot_the_deploy_node_waits_for_rediscovery() -> Non
         assert verdict.yielded and not verdict.may_write, (now - resumed) / MS
         lease.beat(seq, now + MS)
     assert lease.verdict(resumed + REDISCOVERY_WAIT_NS).writer is Writer.OWN_DAMPING
+
+
+@pytest.mark.parametrize("grants_keep_coming", [True, False])
+def test_a_lease_running_out_says_which_side_went_quiet(grants_keep_coming: bool) -> None:
+    """Grants that keep coming but answer beat 5 (the supervisor hears no beats), or grants that stop
+    after it (the supervisor, or their way here): the fault tells the two apart."""
+    lease = WriteLease(0xD1, PERIOD)
+    for seq in range(1, 13):
+        now = seq * PERIOD
+        verdict = lease.verdict(now)
+        lease.beat(seq, now + MS)
+        if seq <= 5 or grants_keep_coming:
+            grant(lease, min(seq, 5), now=now + 2 * MS)
+    verdict = lease.verdict(13 * PERIOD)  # beat 5 went out 159 ms before; the newest grant came ...
+    came_ms = 18 if grants_keep_coming else 158  # ... after beat 12, or after beat 5
+    assert not verdict.may_write
+    assert verdict.fault == (f"no grant from the supervisor for 159 ms (lease 150 ms): its newest grant came "
+                             f"{came_ms} ms ago and answers a beat sent 159 ms ago")
