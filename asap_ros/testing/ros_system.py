@@ -211,10 +211,34 @@ def writer_overlaps(samples: list[LowCmdSample], window_ns: int = 20_000_000) ->
     return lines
 
 
+_node_logs: list[Path] = []
+"""The log of every node :func:`node_process` started in this process, oldest first."""
+NODE_WARNING = re.compile(r"^\[(WARN|ERROR)\]")
+"""How an rclpy warning or error line begins (a latched fault, a takeover, a stall are logged so)."""
+
+
+def node_warning_report(logs: int = 4, last: int = 10) -> str:
+    """The newest warning and error lines (at most ``last`` each) of the newest ``logs`` node logs that
+    have any, with their paths: what a failed end-to-end test adds to its report (the fault a node
+    latched names its reason there: which side of the lease went quiet, a stale state's age)."""
+    parts = []
+    for log in reversed(_node_logs):
+        try:
+            lines = [line for line in log.read_text(errors="replace").splitlines() if NODE_WARNING.match(line)]
+        except OSError:
+            continue
+        if lines:
+            parts.append(f"{log}: {len(lines)} warnings and errors\n" + "\n".join(lines[-last:]))
+        if len(parts) == logs:
+            break
+    return "\n".join(reversed(parts))
+
+
 def node_process(module: str, domain: int, params: dict[str, Any], log: Path,
                  env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start ``python -m asap_ros.ros.<module>`` with ``-p`` overrides on ``domain`` (``env``: extra
     environment variables, e.g. ``ASAP_ROS_FAULT_INJECTION``)."""
+    _node_logs.append(log)
     args = [sys.executable, "-m", f"asap_ros.ros.{module}", "--ros-args", "-p", f"dds_domain:={domain}"]
     for name, value in params.items():
         args += ["-p", f"{name}:={value}"]

@@ -20,14 +20,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """A failed test's report shows every simulator LowState stall so far, each attributed
-    (:mod:`asap_ros.sim.stalls`): a safety limit tripped by the machine is told from the product's."""
+    (:mod:`asap_ros.sim.stalls`): a safety limit tripped by the machine is told from the product's;
+    and the newest nodes' warnings and errors, where a latched fault names its reason."""
     report = yield
     if report.failed and HERE in item.path.parents:
+        from asap_ros.testing.ros_system import node_warning_report
         from asap_ros.testing.sim_process import stall_report
 
-        stalls = stall_report()
-        if stalls:
-            report.sections.append(("asap_sim stalls", stalls))
+        for title, text in (("asap_sim stalls", stall_report()), ("node warnings and errors", node_warning_report())):
+            if text:
+                report.sections.append((title, text))
     return report
 
 

@@ -16,7 +16,14 @@ import time
 
 import pytest
 
-from asap_ros.testing.ros_system import ROOT, System, max_writers_in_window, node_process, simulator_system
+from asap_ros.testing.ros_system import (
+    ROOT,
+    System,
+    max_writers_in_window,
+    node_process,
+    node_warning_report,
+    simulator_system,
+)
 
 FAULT = "/asap_deploy/fault"
 SUPERVISOR = "/asap_supervisor/state"
@@ -117,6 +124,8 @@ def test_an_inf_actor_output_latches_damping_instead_of_a_joint_limit_target(sys
     assert reason == "policy kick_level1: actor output[3] (left_knee_joint) is inf"
     time.sleep(0.3)
     only_damping_after(system, writer, damping.stamp_ns)
+    # what a failed test's report would add: the fault as the deploy node logged it
+    assert f"-> DAMPING: {reason}" in node_warning_report()
 
 
 def test_an_estop_during_slow_steps_is_answered_and_damps_without_waiting(system):
