@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from asap_ros.config.node_params import SUPERVISOR
+from asap_ros.core.beat_gaps import BeatGaps
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.remote import ComboDetector, decode_remote, parse_combo
 from asap_ros.core.supervisor import Authority, SupervisorCore, SupervisorTiming, timing_problem
@@ -106,6 +107,8 @@ class SupervisorNode(NodeBehaviour):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watched_pid = 0
+        self._beat_gaps = BeatGaps()
+        """Which side each gap of over three periods in the supervised process's beats was on (logged)."""
         self._forward_pending = False
         self._forward_future: Any = None
         self._forward_sent_ns = 0
@@ -165,7 +168,7 @@ class SupervisorNode(NodeBehaviour):
         self._lowcmd_reader = RawReader(LOWCMD_TOPIC, LowCmd_, self._guarded("rt/lowcmd", self._on_lowcmd),
                                         ignore_local=True, realtime_priority=receive, start=False)
         self._beat_reader = RawReader(BEAT_TOPIC, DeployBeat_, self._guarded("beats", self._on_beat), qos=BEAT_QOS,
-                                      realtime_priority=receive, start=False)
+                                      realtime_priority=receive, start=False, source_stamps=True)
         self._grant_reader = RawReader(GRANT_TOPIC, SupervisorGrant_, self._guarded("grants", self._on_grant),
                                        qos=GRANT_QOS, ignore_local=True, realtime_priority=receive, start=False)
         for reader in (self._lowcmd_reader, self._beat_reader, self._grant_reader):
@@ -224,7 +227,7 @@ class SupervisorNode(NodeBehaviour):
         with self._lock:
             self.core.on_lowcmd(participant, damping, time.monotonic_ns())
 
-    def _on_beat(self, payload: bytes, _stamp_ns: int, writer: int) -> None:
+    def _on_beat(self, payload: bytes, stamp_ns: int, writer: int, source_ns: int) -> None:
         """Each beat of the deploy node's control loop is answered at once (a grant or nothing)."""
         try:
             beat = decode_beat(payload)
@@ -238,6 +241,10 @@ class SupervisorNode(NodeBehaviour):
             if grant is not None:
                 self._grants.write(encode_grant(grant))
             deploy = self.core.deploy
+        if deploy is not None and deploy.session == beat.session:  # the process supervised, not a stray one
+            gap = self._beat_gaps.taken(beat.session, beat.seq, source_ns, stamp_ns)
+            if gap:
+                self._log.append(("warning", gap))
         if deploy is not None and deploy.pid != self._watched_pid and deploy.host == self.core.host:
             self._watch_exit(deploy.pid)
 
