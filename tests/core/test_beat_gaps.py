@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from asap_ros.core.beat_gaps import BeatGaps
 
 MS = 1_000_000
@@ -16,28 +18,25 @@ def beating(gaps: BeatGaps, beats: int, period_ns: int = 20 * MS, delay_ns: int 
     return beats * period_ns
 
 
-def test_a_deploy_node_that_beat_nothing_is_named() -> None:
+@pytest.mark.parametrize(
+    ("seq", "written_ms", "expected"),
+    [
+        (6, 100, "beat 6 was written 100 ms after beat 5 and waited 1.0 ms to be taken (asap_deploy beat nothing "
+                 "meanwhile)"),
+        (6, 20, "beat 6 was written 20 ms after beat 5 and waited 81.0 ms to be taken (this supervisor's beat reader "
+                "was held up)"),
+        (10, 100, "beat 10 was written 100 ms after beat 5 and waited 1.0 ms to be taken; 4 beats between them were "
+                  "never taken (lost, or overwritten while they waited)"),
+    ],
+    ids=["the deploy node beat nothing", "the beat waited to be taken", "beats were never taken"],
+)
+def test_a_gap_names_its_side(seq: int, written_ms: int, expected: str) -> None:
+    """Beat ``seq`` taken 101 ms after beat 5's write (100 ms after it was taken), written ``written_ms``
+    after it."""
     gaps = BeatGaps()
     last = beating(gaps, 5)
-    line = gaps.taken(SESSION, 6, last + 100 * MS, last + 101 * MS)
-    assert line == ("beats: none taken for 100 ms; beat 6 was written 100 ms after beat 5 and waited 1.0 ms to be "
-                    "taken (asap_deploy beat nothing meanwhile)")
-
-
-def test_beats_that_waited_to_be_taken_are_the_supervisors() -> None:
-    gaps = BeatGaps()
-    last = beating(gaps, 5)
-    line = gaps.taken(SESSION, 6, last + 20 * MS, last + 101 * MS)
-    assert line == ("beats: none taken for 100 ms; beat 6 was written 20 ms after beat 5 and waited 81.0 ms to be "
-                    "taken (this supervisor's beat reader was held up)")
-
-
-def test_beats_never_taken_are_counted() -> None:
-    gaps = BeatGaps()
-    last = beating(gaps, 5)
-    line = gaps.taken(SESSION, 10, last + 100 * MS, last + 101 * MS)
-    assert line == ("beats: none taken for 100 ms; beat 10 was written 100 ms after beat 5 and waited 1.0 ms to be "
-                    "taken; 4 beats between them were never taken (lost, or overwritten while they waited)")
+    line = gaps.taken(SESSION, seq, last + written_ms * MS, last + 101 * MS)
+    assert line == f"beats: none taken for 100 ms; {expected}"
 
 
 def test_gaps_up_to_the_threshold_and_across_sessions_are_not_reported() -> None:
