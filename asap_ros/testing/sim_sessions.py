@@ -27,20 +27,28 @@ class SimSession:
 
 def record_sim_session(work: str | Path, profile: str = "nominal", policy: str | None = None,
                        stand_up_s: float = 1.0, attempts: int = 3,
-                       controller_config: str | Path | None = None) -> SimSession:  # fmt: skip
+                       controller_config: str | Path | None = None, without_stalls: bool = False) -> SimSession:  # fmt: skip
     """Run ``asap-ros sim --record`` into ``work`` (kept: reused when it already holds a run).
 
     The motion may end early (fall, fault): the summary's ``outcome`` says so. A run that ends
     before the actor took 4 steps (the simulated robot dropping off its elastic band can trip
     a safety limit on a busy machine) is run again, ``attempts`` times in all; each aborted run
-    stays in ``work`` with its summary.
+    stays in ``work`` with its summary. With ``without_stalls`` so is a run whose simulator
+    stalled (a LowState gap over one control period, :mod:`asap_ros.sim.stalls`): the host took
+    CPUs away, and the recording holds late commands the profile's robot never saw.
     """
     work = Path(work)
+    stalled = 0
     for attempt in range(attempts):
         session = _run(work / f"attempt{attempt}", profile, policy, stand_up_s, controller_config)
+        if session is not None and without_stalls and session.summary["sim"]["stalls"]["count"]:
+            stalled += 1
+            continue
         if session is not None:
             return session
-    raise AsapError(f"simulated session in {work} tracked no motion in {attempts} attempts; see the runs there")
+    raise AsapError(f"simulated session in {work}: no run tracked a motion in {attempts} attempts"
+                    + (f" without a simulator stall ({stalled} stalled)" if without_stalls else "")
+                    + "; see the runs there")
 
 
 def _run(work: Path, profile: str, policy: str | None, stand_up_s: float,
