@@ -211,6 +211,9 @@ class LoopStats:
     """Steps whose LowCmd the lease withheld (a takeover, no grant, a lease outlived)."""
     outlived_lease: int
     """Steps whose lease ran out between their verdict and their write (each latched DAMPING)."""
+    written_past_lease: int
+    """Writes that returned after the lease they were checked under had ended: the process stalled
+    inside the write, and the command may have reached the robot late (each latched DAMPING)."""
     late_steps: int
     """Steps finished more than ``late_after_s`` past their deadline, not counting a wait for a
     state (none had arrived since the previous step: the state-age limit judges the stream)."""
@@ -250,7 +253,8 @@ class LoopStats:
         """Flat keys for diagnostics and run summaries (``deadline_misses``, ``latency_p99_us``, ...)."""
         flat: dict[str, Any] = {
             "steps": self.steps, "written": self.written, "withheld": self.withheld,
-            "outlived_lease": self.outlived_lease, "deadline_misses": self.late_steps,
+            "outlived_lease": self.outlived_lease, "written_past_lease": self.written_past_lease,
+            "deadline_misses": self.late_steps,
             "longest_late_run": self.longest_late_run, "skipped_periods": self.skipped_periods,
             "decode_errors": self.decode_errors, "write_errors": self.write_errors,
             "dropped_records": self.dropped_records,
@@ -442,7 +446,7 @@ class ControlLoop:
         self._write = write_lowcmd
         self._arbiter = arbiter
         self._timing = _Timing()
-        self._written = self._withheld = self._outlived = self._decode_errors = self._write_errors = 0
+        self._written = self._withheld = self._outlived = self._written_past_lease = self._decode_errors = self._write_errors = 0
         self._last_write_error: str | None = None
         self._encoder = LowCmdEncoder()
         self._damping_encoder = LowCmdEncoder()
@@ -516,10 +520,12 @@ class ControlLoop:
             self._damping_only = True
             if self._pending_estop is None:
                 self._pending_estop = req
+            began = self.clock.monotonic_ns()
             if write_now and self._damping_payload is not None and self._allows_write():
                 try:
                     self._write(self._damping_payload)
                     self._written += 1
+                    self._check_written_within_lease(began)
                 except Exception as exc:  # the control thread retries every period
                     self._count_write_error(exc)
         self._wake.set()
@@ -557,6 +563,7 @@ class ControlLoop:
         ran_us, cpu_wait_us = t.cpu_per_step_us()
         return LoopStats(
             steps=self._tick, written=self._written, withheld=self._withheld, outlived_lease=self._outlived,
+            written_past_lease=self._written_past_lease,
             late_steps=t.late_steps, longest_late_run=t.longest_late_run, skipped_periods=t.skipped_periods,
             decode_errors=self._decode_errors, write_errors=self._write_errors,
             last_write_error=self._last_write_error, dropped_records=self._dropped_records,
@@ -730,16 +737,32 @@ class ControlLoop:
         with self._write_lock:
             if (self._damping_only or own_damping) and output.command is not self._damping:
                 payload, output = self._damping_payload, dataclasses.replace(output, command=self._damping)
+            began = self.clock.monotonic_ns()
             wrote = self._allows_write()
             if wrote:
                 self._write(payload)
                 self._written += 1
+                self._check_written_within_lease(began)
             else:
                 self._withheld += 1
                 if verdict is not None and verdict.may_write and not self._damping_only:
                     self._outlive(verdict, started_ns)
             damping = self._damping_only or output.mode is Mode.DAMPING or own_damping
         return output, damping, wrote
+
+    def _check_written_within_lease(self, began_ns: int) -> None:
+        """After a write (write lock held): one that returned after the lease it was checked under
+        had ended may have reached the robot late, beside the supervisor's damping. The check at
+        the write cannot close that window (a process stopped inside the write); this counts it
+        and latches DAMPING with the write's duration as the reason."""
+        if self._allows_write():
+            return
+        self._written_past_lease += 1
+        self._damping_only = True
+        if self._pending_estop is None:
+            took_ms = (self.clock.monotonic_ns() - began_ns) / 1e6
+            self._pending_estop = EStop(f"a LowCmd write returned after its lease had ended: it took {took_ms:.0f} ms "
+                                        "(the process stalled inside it); the command may have reached the robot late")
 
     def _outlive(self, verdict: Verdict, started_ns: int) -> None:
         """The lease the step began under ran out before its write (write lock held): the command

@@ -119,11 +119,12 @@ def cr7() -> PolicyRunner:
 @pytest.fixture
 def make_rig(cr7):
     """``make_rig(**loop_options)``: the real Controller and CR7 actor in a ControlLoop fed by a
-    FollowingRobot; ``fail_write`` (a callable given the write count) makes a write raise;
+    FollowingRobot; ``fail_write`` (a callable given the write count) makes a write raise,
+    ``stall_write`` (the same) makes it take that many seconds before it goes out;
     ``actors=False``: no actors at all (PD hold), so the loop may run at any rate."""
     made: list[Rig] = []
 
-    def make(fail_write=None, actors: bool = True, **options) -> Rig:
+    def make(fail_write=None, actors: bool = True, stall_write=None, **options) -> Rig:
         robot = load_robot_model()
         config = load_controller_config()
         # this test is about the loop's wiring: safety margins wide enough that a starved feeder
@@ -140,6 +141,8 @@ def make_rig(cr7):
         def write(payload: bytes) -> None:
             if fail_write is not None and fail_write(len(written)):
                 raise RuntimeError("rt/lowcmd writer gone")
+            if stall_write is not None:
+                time.sleep(stall_write(len(written)))  # the process stopped inside the DDS write
             written.raw.append((time.monotonic_ns(), payload))
             holder["robot"].follow(payload)
 
@@ -677,6 +680,29 @@ def test_a_step_that_outlives_its_lease_between_verdict_and_write_writes_nothing
     later = [r for r in rig.records if r.control_tick > 80]
     assert later and all(r.output.command.kp.max() == 0 for r in later)
     assert all(is_damping(m, rig.config) for _, m in rig.written[-2:])
+
+
+def test_a_write_that_returns_after_its_lease_ended_latches_damping(make_rig) -> None:
+    """The shipped 150 ms lease and a write that takes 300 ms (the process stopped inside it, after
+    the permission was checked): its kp > 0 command may reach the robot beside the supervisor's
+    damping; no check before a write can prevent that, the loop says it happened and damps."""
+    stalled_at: list[int] = []
+
+    def stall(count: int) -> float:
+        if not stalled_at and count >= 60:
+            stalled_at.append(count)
+            return 0.3
+        return 0.0
+
+    rig, arbiter = granted_rig(make_rig, lease_ns=150_000_000, stall_write=stall)
+    _wait(lambda: rig.loop.controller.mode is Mode.DAMPING, rig.loop)
+    assert rig.loop.stats().written_past_lease == 1
+    assert rig.loop.controller.fault_reason.startswith(
+        "e-stop: a LowCmd write returned after its lease had ended: it took 30")
+    (late_write,) = stalled_at
+    assert not is_damping(rig.written[late_write][1], rig.config)  # the stiff command that went out late
+    _wait(lambda: len(rig.written) >= late_write + 5, rig.loop)
+    assert all(is_damping(m, rig.config) for _, m in rig.written[late_write + 2:])
 
 
 def test_a_silent_supervisor_makes_the_loop_stream_damping_itself(make_rig) -> None:
