@@ -520,12 +520,9 @@ class ControlLoop:
             self._damping_only = True
             if self._pending_estop is None:
                 self._pending_estop = req
-            began = self.clock.monotonic_ns()
-            if write_now and self._damping_payload is not None and self._allows_write():
+            if write_now and self._damping_payload is not None:
                 try:
-                    self._write(self._damping_payload)
-                    self._written += 1
-                    self._check_written_within_lease(began)
+                    self._write_within_lease(self._damping_payload)
                 except Exception as exc:  # the control thread retries every period
                     self._count_write_error(exc)
         self._wake.set()
@@ -737,32 +734,35 @@ class ControlLoop:
         with self._write_lock:
             if (self._damping_only or own_damping) and output.command is not self._damping:
                 payload, output = self._damping_payload, dataclasses.replace(output, command=self._damping)
-            began = self.clock.monotonic_ns()
-            wrote = self._allows_write()
-            if wrote:
-                self._write(payload)
-                self._written += 1
-                self._check_written_within_lease(began)
-            else:
+            wrote = self._write_within_lease(payload)
+            if not wrote:
                 self._withheld += 1
                 if verdict is not None and verdict.may_write and not self._damping_only:
                     self._outlive(verdict, started_ns)
             damping = self._damping_only or output.mode is Mode.DAMPING or own_damping
         return output, damping, wrote
 
-    def _check_written_within_lease(self, began_ns: int) -> None:
-        """After a write (write lock held): one that returned after the lease it was checked under
-        had ended may have reached the robot late, beside the supervisor's damping. The check at
-        the write cannot close that window (a process stopped inside the write); this counts it
-        and latches DAMPING with the write's duration as the reason."""
+    def _write_within_lease(self, payload: bytes) -> bool:
+        """Write ``payload`` if the lease allows a write now (write lock held); whether it did.
+
+        A write that returned after the lease it was checked under had ended may have reached the
+        robot late, beside the supervisor's damping: no check before the write closes that window
+        (a process stopped inside it). Such a write is counted and latches DAMPING with the
+        write's duration as the reason."""
+        began_ns = self.clock.monotonic_ns()
+        if not self._allows_write():
+            return False
+        self._write(payload)
+        self._written += 1
         if self._allows_write():
-            return
+            return True
         self._written_past_lease += 1
         self._damping_only = True
         if self._pending_estop is None:
             took_ms = (self.clock.monotonic_ns() - began_ns) / 1e6
             self._pending_estop = EStop(f"a LowCmd write returned after its lease had ended: it took {took_ms:.0f} ms "
                                         "(the process stalled inside it); the command may have reached the robot late")
+        return True
 
     def _outlive(self, verdict: Verdict, started_ns: int) -> None:
         """The lease the step began under ran out before its write (write lock held): the command
