@@ -406,14 +406,20 @@ class System:
         return subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", *args, "--timeout", str(timeout_s)],
                               env=env, cwd=ROOT, capture_output=True, text=True, timeout=90)
 
-    def log(self, which: str) -> str:
-        """The end of the newest log of ``which`` (``deploy``, ``supervisor``, ``asap_sim``), without
-        the DDS type-lookup lines both DDS implementations print (harmless, see docs/operating.md)."""
+    def log_text(self, which: str) -> str:
+        """The whole newest log of ``which`` (``deploy``, ``supervisor``, ``asap_sim``), without the
+        DDS type-lookup lines both DDS implementations print (harmless, see docs/operating.md):
+        what a test searches."""
         files = sorted(self.logs.glob(f"{which}*.log"), key=lambda f: f.stat().st_mtime)
         if not files:
             return "(no log)"
         lines = [line for line in files[-1].read_text().splitlines(keepends=True) if not TYPE_LOOKUP_NOISE.search(line)]
-        return "".join(lines)[-3000:]
+        return "".join(lines)
+
+    def log(self, which: str) -> str:
+        """The last 3,000 characters of :meth:`log_text`, for an assertion's message (a search of
+        the tail can miss a line that many later ones pushed out)."""
+        return self.log_text(which)[-3000:]
 
     def start(self) -> None:
         """Supervisor and deploy node first, then the simulator, then Stand at once."""

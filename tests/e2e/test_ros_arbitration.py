@@ -75,7 +75,7 @@ def test_a_hung_deploy_node_that_resumes_never_writes_beside_the_supervisor(syst
     # the supervisor's account of the gap (logged by its publish timer): the deploy node wrote no
     # beat for as long as it was stopped
     def beat_gaps() -> list[str]:
-        return re.findall(r"beats: none taken for \d+ ms; beat \d+ was written (\d+) ms after", system.log("supervisor"))
+        return re.findall(r"beats: none taken for \d+ ms; beat \d+ was written (\d+) ms after", system.log_text("supervisor"))
 
     assert system.ros.spin_until(lambda: beat_gaps() and int(beat_gaps()[-1]) >= hang_s * 1000 - 50, 5.0), \
         system.log("supervisor")

@@ -153,7 +153,7 @@ def test_the_estop_combo_is_held_while_the_operator_holds_it(system):
         assert damping is not None, "no damping LowCmd after the remote e-stop"
         print(f"\nsimulated remote L2+B -> first damping LowCmd: {(damping.stamp_ns - pressed) / 1e6:.1f} ms")
         assert system.ros.wait_mode("DAMPING", 5.0)
-        assert system.ros.spin_until(lambda: "wireless remote B+L2" in system.log("supervisor"), 2.0)
+        assert system.ros.spin_until(lambda: "wireless remote B+L2" in system.log_text("supervisor"), 2.0)
         reset, stand = system.ctl("reset"), system.ctl("stand")
         assert reset.returncode == 1 and "the e-stop combo is held on the remote" in reset.stdout, reset.stdout
         assert stand.returncode == 1 and "refused" in stand.stdout, stand.stdout

@@ -32,7 +32,7 @@ def test_estop_topic_damps_the_robot(system):
     assert system.ros.spin_until(lambda: publisher.get_subscription_count() > 0, 10.0)
     publisher.publish(Empty())
     assert system.ros.wait_mode("DAMPING", 5.0)
-    assert system.ros.spin_until(lambda: "e-stop from estop topic" in system.log("supervisor"), 2.0)
+    assert system.ros.spin_until(lambda: "e-stop from estop topic" in system.log_text("supervisor"), 2.0)
     assert system.ros.spin_until(
         lambda: "e-stop from estop topic held" in system.ros.latched.get("/asap_supervisor/state", ""), 2.0)
 

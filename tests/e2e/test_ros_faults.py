@@ -38,7 +38,7 @@ def system(dds_domain, tmp_path_factory):
 def injected(system: System, faults: str | None) -> None:
     system.restart_nodes({"ASAP_ROS_FAULT_INJECTION": faults} if faults else None)
     if faults:
-        assert f"FAULT INJECTION ACTIVE (test support): ASAP_ROS_FAULT_INJECTION={faults}" in system.log("deploy")
+        assert f"FAULT INJECTION ACTIVE (test support): ASAP_ROS_FAULT_INJECTION={faults}" in system.log_text("deploy")
 
 
 def deploy_writer(system: System) -> int:
@@ -169,7 +169,7 @@ def test_a_system_clock_step_mid_motion_changes_nothing_the_robot_sees(system):
     assert system.ros.latched.get(SUPERVISOR, "").startswith("WATCHING"), system.ros.latched
     samples = system.lowcmd.from_writer(writer, tracking)
     assert len(samples) > 150 and not any(s.damping for s in samples)  # the kick is over 3 s at 50 Hz
-    assert "clock=-10@motion_tick=30" in system.log("deploy")
+    assert "clock=-10@motion_tick=30" in system.log_text("deploy")
 
 
 def test_a_motor_error_bit_latches_damping_naming_the_motor(system):

@@ -198,7 +198,7 @@ def test_a_third_writer_does_not_hide_a_hung_deploy_node(system):
         finally:
             os.kill(system.deploy.pid, signal.SIGCONT)
     assert "deploy silent" in state, state
-    assert system.ros.spin_until(lambda: "other than asap_deploy" in system.log("supervisor"), 2.0)
+    assert system.ros.spin_until(lambda: "other than asap_deploy" in system.log_text("supervisor"), 2.0)
 
 
 def stop_for(pid: int, hang_s: float) -> float:
