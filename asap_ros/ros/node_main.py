@@ -4,7 +4,9 @@ Every node's ``main`` is ``run_node(SCHEMA, summary, NodeClass, argv)``:
 
 1. ``-h``/``--help`` before any ``--ros-args`` prints the node's parameters with the defaults of
    its file and returns 0 (no rclpy, no DDS); any other argument there is refused (exit 2).
-2. rclpy starts without its own signal handlers; one rclpy node named as the schema is created.
+2. rclpy starts without its own signal handlers, its Fast DDS on UDPv4 only unless the environment
+   chooses (:func:`asap_ros.ros.fastdds.choose_transports`); one rclpy node named as the schema is
+   created.
 3. The parameters are declared from the schema, with the defaults of its file in ``config/``,
    and checked (:meth:`asap_ros.ros.parameters.NodeParams.for_schema`); then
    ``NodeClass(node, params)`` builds the node and :meth:`NodeBehaviour.start` starts it. An
@@ -17,6 +19,7 @@ Every node's ``main`` is ``run_node(SCHEMA, summary, NodeClass, argv)``:
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -25,6 +28,7 @@ from typing import Any
 
 from asap_ros.config.node_params import NodeSchema, help_requested
 from asap_ros.core.errors import AsapError
+from asap_ros.ros.fastdds import choose_transports
 
 __all__ = [
     "EXIT_FAILED", "EXIT_OK", "EXIT_REFUSED", "SPIN_TIMEOUT_S", "STOP_SIGNALS", "NodeBehaviour", "run_node",
@@ -102,6 +106,7 @@ def _refuse(schema: NodeSchema, reason: object) -> int:
 def _run(schema: NodeSchema, build: Callable[[Any, Any], NodeBehaviour], args: list[str], stop: threading.Event,
          executor_kind: str, threads: int | None) -> int:
     """rclpy up, the node built, started, spun until ``stop`` and shut down; rclpy down."""
+    transports = choose_transports(os.environ)  # before rclpy creates its DDS participant
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from rclpy.signals import SignalHandlerOptions
@@ -128,7 +133,7 @@ def _run(schema: NodeSchema, build: Callable[[Any, Any], NodeBehaviour], args: l
             if behaviour is not None:
                 behaviour.shutdown()
             raise
-        node.get_logger().info(f"running on {describe()}")
+        node.get_logger().info(f"running on {describe()}; {transports}")
         executor.add_node(node)
         try:
             while not stop.is_set() and not behaviour.finished():

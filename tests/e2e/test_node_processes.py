@@ -83,15 +83,46 @@ def wait_for_line(process: subprocess.Popen[str], pattern: str, timeout_s: float
     raise AssertionError(f"no line matching {pattern!r} within {timeout_s} s:\n" + "\n".join(lines[-40:]))
 
 
-def started(name: str, domain: int, *params: str) -> tuple[subprocess.Popen[str], list[str]]:
-    """The node as a process, once it logs that it runs (naming the ROS 2 distribution)."""
+def started(name: str, domain: int, *params: str,
+            env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], list[str]]:
+    """The node as a process (``env``: its environment, default this one's), once it logs that it
+    runs (naming the ROS 2 distribution)."""
     command = dying_with_this_process([sys.executable, "-m", f"asap_ros.ros.{MODULES[name]}", "--ros-args",
                                        *[a for p in params for a in ("-p", p)]])
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "ROS_DOMAIN_ID": str(domain)})
+                               env={**(os.environ if env is None else env), "ROS_DOMAIN_ID": str(domain)})
     lines = wait_for_line(process, rf"\[{name}\]: running on ", timeout_s=60)
     assert f"running on ROS 2 {ros_distro()} (rclpy {rclpy_version()})" in lines[-1], lines[-1]
     return process, lines
+
+
+def shared_memory_segments(pid: int) -> set[str]:
+    """Fast DDS's shared-memory files mapped by process ``pid`` (``/dev/shm/fastrtps_*`` under
+    Fast DDS 2, ``/dev/shm/fastdds_*`` under 3)."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return set(re.findall(r"/dev/shm/fast(?:rtps|dds)_\S+", maps))
+
+
+def test_a_node_talks_ros_over_udp_only_unless_the_environment_chooses(dds_domain: int) -> None:
+    """rclpy keeps the GIL through a DDS write, and a write through Fast DDS's shared memory was
+    seen blocking ~300 ms (docs/operating.md, "Control timing", item 9): the nodes' own choice is
+    UDPv4, which maps no shared-memory segment; Fast DDS's default, chosen in the environment,
+    does (the check can fail)."""
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("FASTDDS_BUILTIN_TRANSPORTS", "FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE",
+                          "RMW_IMPLEMENTATION")}
+    for env, says, segments in ((clean, "Fast DDS transports UDPv4 only", False),
+                                ({**clean, "FASTDDS_BUILTIN_TRANSPORTS": "DEFAULT"},
+                                 "Fast DDS transports DEFAULT (set in the environment)", True)):
+        process, lines = started("asap_mocap", dds_domain, "mode:=topic", env=env)
+        try:
+            assert says in lines[-1], lines[-1]
+            mapped = shared_memory_segments(process.pid)
+            assert bool(mapped) == segments, (env.get("FASTDDS_BUILTIN_TRANSPORTS"), sorted(mapped))
+        finally:
+            process.send_signal(signal.SIGINT)
+            output, _ = process.communicate(timeout=15)
+        assert process.returncode == 0, output
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

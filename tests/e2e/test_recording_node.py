@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from rosbags.rosbag2 import Reader
-from test_recording_session import RECORDER_UDP_ONLY, recorder_command
+from test_recording_session import recorder_command
 
 
 def wait_for_recorder_error(domain: int, timeout_s: float) -> tuple[str, dict[str, str]]:
@@ -77,7 +77,7 @@ def test_free_space_floor_stops_recording_with_a_fault_on_diagnostics(tmp_path, 
     # A domain of the test's own, as for the recording session: /diagnostics from a process on
     # this process's shared domain sometimes never reached the listener after other modules ran.
     dds_domain = 1 + (dds_domain + 129) % 200
-    env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain), **RECORDER_UDP_ONLY}
+    env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}
     recorder = subprocess.Popen(
         recorder_command(dds_domain, tmp_path, "bag", "min_free_mb:=1000000000.0", "flush_period_s:=0.2"),
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -33,15 +33,6 @@ from asap_ros.testing import session_publisher as stand_in
 DURATION_S = 20.0
 
 
-RECORDER_UDP_ONLY = {"FASTDDS_BUILTIN_TRANSPORTS": "UDPv4"}
-"""Environment of a recorder whose ROS 2 topics (/diagnostics) tests read: Fast DDS over UDP only.
-Killed nodes leave Fast DDS shared-memory segments in /dev/shm (365 found on this machine), and
-/diagnostics then sometimes never reached a matched reader over the shared-memory transport
-(fresh-clone CI runs). UDP-only for every rclpy process broke other ROS tests, so only here. It
-happened once more over UDP (CI, 2026-12-01): the stand-in now confirms delivery on /diagnostics
-before the session (``SessionPublisher.confirm_diagnostics_delivery``)."""
-
-
 def recorder_command(domain: int, output: Path, name: str, *params: str) -> list[str]:
     params = (f"dds_domain:={domain}", f"output_dir:={output}", f"bag_name:={name}", *params)
     return dying_with_this_process(
@@ -64,11 +55,13 @@ class RecordedSession:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory, dds_domain) -> RecordedSession:
-    # A domain of the session's own (recorder and publisher are both processes), and the recorder's
-    # Fast DDS over UDP only (RECORDER_UDP_ONLY): the stand-in's /diagnostics sometimes never reached it.
+    # A domain of the session's own (recorder and publisher are both processes). The recorder's Fast
+    # DDS runs over UDP only, as every node's does (asap_ros.ros.fastdds): killed nodes
+    # leave shared-memory segments in /dev/shm, and the stand-in's /diagnostics then sometimes never
+    # reached a matched recorder through them (fresh-clone CI runs, 2026-12-01).
     dds_domain = 1 + (dds_domain + 149) % 200
     work = tmp_path_factory.mktemp("session")
-    env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain), **RECORDER_UDP_ONLY}
+    env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}
     log = work / "recorder.log"
     with log.open("w") as log_stream:
         recorder = subprocess.Popen(
