@@ -7,14 +7,15 @@ from collections.abc import MutableMapping
 __all__ = ["PROFILE_VARIABLES", "TRANSPORTS_VARIABLE", "UDP_ONLY", "choose_transports"]
 
 TRANSPORTS_VARIABLE = "FASTDDS_BUILTIN_TRANSPORTS"
-"""Fast DDS (2.13 and later) reads its built-in transports from this variable at participant creation."""
+"""Fast DDS reads its built-in transports from this variable as it creates a participant (2.14.5
+and 3.2.2 here: tests/e2e/test_node_processes.py)."""
 UDP_ONLY = "UDPv4"
-"""The nodes' choice. rclpy's ``publish``, ``send_response`` and logging keep the GIL through the
-DDS write, so a write that blocks holds up every Python thread of the process, the control thread
-included. Under Jazzy (Fast DDS 2.14.5) a write through the default shared-memory transport was
-measured blocking 298-333 ms (10 times in 420 s), a SCHED_FIFO thread beside it waking 303-323 ms
-late; UDPv4 only, same host, domain and load: no write over 5.4 ms in 300 s (docs/operating.md,
-"Control timing on this machine", item 9)."""
+"""The nodes' choice. rclpy's ``publish`` keeps the GIL through the DDS write, so a write that
+blocks holds up every Python thread of the process, the control thread included. Under Jazzy
+(Fast DDS 2.14.5) a write through the default shared-memory transport was measured blocking
+298-333 ms (10 times in 420 s), a SCHED_FIFO thread beside it waking 303-323 ms late; UDPv4
+only, same host, domain and load: no write over 5.4 ms in 300 s (docs/operating.md, "Control
+timing on this machine", item 9)."""
 PROFILE_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
 """An XML profile may configure the transports itself: then the nodes leave them alone."""
 
