@@ -16,10 +16,9 @@ from asap_ros.export.gap_report import bag_gap, ranking_table
 KNEES = {"left_knee_joint", "right_knee_joint"}
 LEG_PARTS = ("_hip_", "_knee_", "_ankle_")
 """A weak knee's sag is carried by its leg: the hip and ankle joints of the same leg diverge with
-it, and on the kick's stance leg they can rank above the other, less loaded knee. Fresh-clone CI
-runs ranked right_ankle_pitch 0.5 mrad above left_knee (2026-12-02) and left_hip_roll 0.8 mrad
-above right_knee (CI60, 2026-12-07: 36.2 against 35.5 mrad): the real-time session's timing varies
-from run to run. Above a knee only leg joints may rank, never the waist or an arm."""
+it, and on the kick's stance leg they can rank above the other, less loaded knee (near neighbours
+swap places from run to run of the real-time session). Above a knee only leg joints may rank,
+never the waist or an arm."""
 SKIP_START_S = 1.0
 """The simulated sessions release the elastic band as TRACKING starts: the robot drops a few
 centimetres onto its feet in the first second, a landing no open-loop replay reproduces."""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from asap_ros.ros.compat import rclpy_version, ros_distro
+from asap_ros.ros.fastdds import PROFILE_VARIABLES, TRANSPORTS_VARIABLE
 from asap_ros.sim.process import dying_with_this_process
 
 MODULES = {"asap_deploy": "deploy_node", "asap_supervisor": "supervisor_node",
@@ -108,17 +109,16 @@ def test_a_node_talks_ros_over_udp_only_unless_the_environment_chooses(dds_domai
     seen blocking ~300 ms (docs/operating.md, "Control timing", item 9): the nodes' own choice is
     UDPv4, which maps no shared-memory segment; Fast DDS's default, chosen in the environment,
     does (the check can fail)."""
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("FASTDDS_BUILTIN_TRANSPORTS", "FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE",
-                          "RMW_IMPLEMENTATION")}
+    chosen_by = (TRANSPORTS_VARIABLE, *PROFILE_VARIABLES, "RMW_IMPLEMENTATION")  # what choose_transports reads
+    clean = {k: v for k, v in os.environ.items() if k not in chosen_by}
     for env, says, segments in ((clean, "Fast DDS transports UDPv4 only", False),
-                                ({**clean, "FASTDDS_BUILTIN_TRANSPORTS": "DEFAULT"},
+                                ({**clean, TRANSPORTS_VARIABLE: "DEFAULT"},
                                  "Fast DDS transports DEFAULT (set in the environment)", True)):
         process, lines = started("asap_mocap", dds_domain, "mode:=topic", env=env)
         try:
             assert says in lines[-1], lines[-1]
             mapped = shared_memory_segments(process.pid)
-            assert bool(mapped) == segments, (env.get("FASTDDS_BUILTIN_TRANSPORTS"), sorted(mapped))
+            assert bool(mapped) == segments, (env.get(TRANSPORTS_VARIABLE), sorted(mapped))
         finally:
             process.send_signal(signal.SIGINT)
             output, _ = process.communicate(timeout=15)

@@ -56,9 +56,8 @@ class RecordedSession:
 @pytest.fixture(scope="module")
 def session(tmp_path_factory, dds_domain) -> RecordedSession:
     # A domain of the session's own (recorder and publisher are both processes). The recorder's Fast
-    # DDS runs over UDP only, as every node's does (asap_ros.ros.fastdds): killed nodes
-    # leave shared-memory segments in /dev/shm, and the stand-in's /diagnostics then sometimes never
-    # reached a matched recorder through them (fresh-clone CI runs, 2026-12-01).
+    # DDS runs over UDP only, as every node's does (asap_ros.ros.fastdds): stale shared-memory
+    # segments that killed nodes leave in /dev/shm can keep samples from a matched reader.
     dds_domain = 1 + (dds_domain + 149) % 200
     work = tmp_path_factory.mktemp("session")
     env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}
