@@ -65,9 +65,9 @@ def hang(seconds: float) -> Callable[[System], Row]:
     def scenario(system: System) -> Row:
         system.track()
         stopped_at = time.time_ns()
-        os.kill(system.deploy.pid, signal.SIGSTOP)
+        system.signal_deploy(signal.SIGSTOP)
         time.sleep(seconds)
-        os.kill(system.deploy.pid, signal.SIGCONT)
+        system.signal_deploy(signal.SIGCONT)
         return observe(system, f"SIGSTOP {seconds:g} s, then SIGCONT", stopped_at, settle_s=2.0)
     return scenario
 
@@ -140,10 +140,10 @@ def supervisor_dies(system: System) -> Row:
     fault is the kill; the row's time is from the supervisor's last command to the deploy node's
     first after it."""
     system.track()
-    os.kill(system.deploy.pid, signal.SIGSTOP)
+    system.signal_deploy(signal.SIGSTOP)
     system.ros.spin_until(lambda: system.ros.latched.get("/asap_supervisor/state", "").startswith("TAKEOVER"), 5.0)
     time.sleep(0.8)
-    os.kill(system.deploy.pid, signal.SIGCONT)
+    system.signal_deploy(signal.SIGCONT)
     time.sleep(0.5)
     supervisor = system.lowcmd.between(time.time_ns() - 200_000_000, time.time_ns())[-1].writer
     killed = time.time_ns()
@@ -183,9 +183,9 @@ def two_supervisors(system: System) -> Row:
         time.sleep(3.0)  # its start-up and listening
         system.track()
         stopped = time.time_ns()
-        os.kill(system.deploy.pid, signal.SIGSTOP)
+        system.signal_deploy(signal.SIGSTOP)
         time.sleep(1.0)
-        os.kill(system.deploy.pid, signal.SIGCONT)
+        system.signal_deploy(signal.SIGCONT)
         time.sleep(1.0)
         reset_at = time.time_ns()
         reset, stand = system.ctl("reset"), system.ctl("stand")
@@ -216,13 +216,13 @@ def rogue_writer(system: System) -> Row:
     system.track()
     with RogueWriter():
         stopped = time.time_ns()
-        os.kill(system.deploy.pid, signal.SIGSTOP)
+        system.signal_deploy(signal.SIGSTOP)
         try:
             system.ros.spin_until(lambda: system.ros.latched.get("/asap_supervisor/state", "").startswith("TAKEOVER"),
                                   5.0)
             taken = time.time_ns()
         finally:
-            os.kill(system.deploy.pid, signal.SIGCONT)
+            system.signal_deploy(signal.SIGCONT)
     time.sleep(1.0)
     stiff = [s for s in system.lowcmd.between(taken, time.time_ns()) if not s.damping]
     row = Row("a third writer on rt/lowcmd, deploy hung (to TAKEOVER state)", (taken - stopped) / 1e6, None,

@@ -12,7 +12,6 @@ the supervisor wrote nothing while the deploy node was alive. Target: within 50 
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import signal
 import tempfile
@@ -49,7 +48,7 @@ def main() -> None:
             time.sleep(random.uniform(0.2, 0.7))
             writer = system.lowcmd.wait_for(lambda s: True, time.time_ns(), 5.0).writer
             stopped_at = time.time_ns()
-            os.kill(system.deploy.pid, getattr(signal, f"SIG{args.signal}"))
+            system.signal_deploy(getattr(signal, f"SIG{args.signal}"))
             takeover = system.lowcmd.wait_for(lambda s, writer=writer: s.writer != writer and s.damping, stopped_at, 5.0)
             if takeover is None:
                 raise SystemExit(f"trial {trial}: no supervisor damping")

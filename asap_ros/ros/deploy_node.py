@@ -1,9 +1,14 @@
 """``asap_deploy``: the control loop on the G1 (or the simulated G1), behind ROS 2.
 
-The control loop runs on its own thread with the unitree DDS ``rt/lowstate`` reader and
-``rt/lowcmd`` writer (:class:`~asap_ros.runtime.wiring.DdsControl`, the wiring ``asap-ros sim``
-uses too); rclpy never calls into the control path.
-Off the control path (the loop's sink thread and rclpy timers) the node publishes
+The control loop runs in a process of its own that imports no rclpy
+(:mod:`asap_ros.runtime.control_process`, started and spoken to by
+:class:`~asap_ros.runtime.loop_process.LoopProcess`): its control thread reads ``rt/lowstate`` and
+writes ``rt/lowcmd`` over unitree DDS (:class:`~asap_ros.runtime.wiring.DdsControl`, the wiring
+``asap-ros sim`` uses too), and no rclpy call of this node (a publish, a service reply, a log
+line to ``/rosout``) can hold the GIL its control thread needs. This process ending ends that
+one (it damps first); that one ending latches DAMPING here (``control process ended``) and the
+supervisor's lease watch takes over.
+From the step records that process sends (and rclpy timers) the node publishes
 ``joint_states``, ``imu``, ``~/mode`` and ``~/fault`` (latched), ``diagnostics`` (latched),
 ``~/policy_step`` (compact) and every step in full on DDS (:mod:`asap_ros.runtime.step_topics`).
 With ``supervised`` (the default)
@@ -17,8 +22,7 @@ Operator services (``std_srvs/Trigger``):
 ``~/stand``, ``~/stop``, ``~/estop``, ``~/reset``, ``~/start`` (the ``default_motion``
 parameter) and one ``~/start/<motion>`` per loaded policy. ``~/estop`` is served by a node of its
 own (``<name>_estop``) on an executor thread of its own: it never waits behind another request.
-Both executors are single-threaded (a multi-threaded one runs far more Python per event, holding
-the GIL the control thread needs). Every request,
+Both executors are single-threaded. Every request,
 accepted or refused, is logged with its reason, kept in ``diagnostics`` (the newest few) and
 published on ``~/operator`` (std_msgs/String, one JSON object each; recorded by asap_recorder).
 Nothing authenticates a caller on the domain (see docs/operating.md).
@@ -27,7 +31,6 @@ Nothing authenticates a caller on the domain (see docs/operating.md).
 from __future__ import annotations
 
 import collections
-import dataclasses
 import json
 import sys
 import threading
@@ -37,7 +40,6 @@ from typing import Any
 
 from asap_ros.config.node_params import DEPLOY
 from asap_ros.core.errors import ConfigError, RejectedRequest
-from asap_ros.core.state_machine import Reset, Stand, Start
 from asap_ros.ros.node_main import EXIT_OK, NodeBehaviour, run_node
 from asap_ros.ros.parameters import NodeParams
 from asap_ros.runtime.scheduling import below, run_realtime
@@ -46,8 +48,6 @@ NODE_NAME = "asap_deploy"
 MODE_CHECK_S = 0.1
 """How often the latched ``~/mode`` is checked against the control loop's mode."""
 MOCAP_TOPIC = "mocap/pose"
-SHUTDOWN_DAMPING_S = 0.1
-"""On a clean shutdown the node e-stops and lets the loop send damping this long before stopping."""
 OPERATOR_TOPIC = "~/operator"
 OPERATOR_RECORDS_KEPT = 10
 """Operator requests shown in diagnostics (the newest)."""
@@ -58,18 +58,6 @@ def operator_line(request: str, source: str, accepted: bool, reason: str) -> str
     return f"operator {request} via {source}: {'accepted' if accepted else 'REFUSED'}: {reason}"
 
 
-def controller_config_with_overrides(config: Any, values: Mapping[str, Any], source: str) -> Any:
-    """The controller config with every non-zero override parameter applied."""
-    safety_keys = ("max_state_age_ms", "max_tilt_deg", "max_temperature_c", "max_start_temperature_c")
-    if values["stand_up_duration_s"]:
-        config = dataclasses.replace(config, stand_up_duration_s=values["stand_up_duration_s"])
-    safety = dataclasses.replace(config.safety, **{k: values[k] for k in safety_keys if values[k]})
-    problem = safety.temperature_order_problem()
-    if problem is not None:
-        raise ConfigError(source, *problem)
-    return dataclasses.replace(config, safety=safety)
-
-
 class DeployNode(NodeBehaviour):
     """Wires the control loop to unitree DDS and to the ROS interface of one rclpy node."""
 
@@ -77,48 +65,28 @@ class DeployNode(NodeBehaviour):
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import Float32MultiArray, String
 
-        from asap_ros.config.controller import load_controller_config
-        from asap_ros.config.policy_spec import resolve_policy_files
-        from asap_ros.config.robot import load_robot_model
-        from asap_ros.runtime.control_loop import check_control_rate
-        from asap_ros.runtime.fault_injection import FaultInjection
+        from asap_ros.runtime.control_process import build_controller_from_values
+        from asap_ros.runtime.loop_process import LoopProcess
         from asap_ros.runtime.mocap import dds_topic
-        from asap_ros.runtime.policies import build_controller, load_policies
-        from asap_ros.runtime.wiring import DdsControl
 
         self.node = node
         self.params = params
         p, source = self.params, self.params.source
         sys.setswitchinterval(p["switch_interval_ms"] / 1e3)
 
-        self.robot = load_robot_model(p["robot_config"] or None)
-        config = controller_config_with_overrides(
-            load_controller_config(p["controller_config"] or None), p.values, source)
-        policies = load_policies(resolve_policy_files(p["policies"], source), self.robot, p["assets_dir"] or None, source)
-        self.controller = build_controller(self.robot, policies, config)
-        check_control_rate(p["control_rate_hz"], self.controller, source)
+        # every file and value checked here, before the control process loads the same ones
+        self.robot, config, self.controller = build_controller_from_values(p.values, source)
         self.params.set_validator(self._check_params)
 
-        # the node's other threads (executor, sinks) one below the control thread (scheduling.below)
+        # started at normal priority: it loads the actors and joins DDS before it schedules its threads
+        self.loop = LoopProcess({"values": dict(p.values), "source": str(source),
+                                 "cpus": sorted(self._control_cpus(p["control_cpu"])),
+                                 "mocap_topic": dds_topic(node.resolve_topic_name(MOCAP_TOPIC))})
+        # the node's threads one below the control thread (scheduling.below), inherited by every
+        # thread started from here on (executors, the link's receiver and sinks)
         others = below(p["realtime_priority"])
         self.scheduling_note = run_realtime(others) if others else None
-        self.dds = DdsControl(
-            self.controller,
-            p["dds_domain"],
-            p["network_interface"],
-            period_s=1.0 / p["control_rate_hz"],
-            state_wait_s=p["state_wait_ms"] / 1e3,
-            late_after_s=p["late_after_ms"] / 1e3,
-            realtime_priority=p["realtime_priority"],
-            cpus=self._control_cpus(p["control_cpu"]),
-            supervised=p["supervised"],
-            fault_injection=FaultInjection.from_env(),
-            # one above: after a stall of the process they deliver the queued supervisor word before
-            # the first step judges (else it blames the state's age for the supervisor's takeover)
-            receive_priority=p["realtime_priority"] + 1 if p["realtime_priority"] else 0,
-            mocap_topic=dds_topic(node.resolve_topic_name(MOCAP_TOPIC)),
-        )
-        self.loop = self.dds.loop
+        policies = self.controller.policies
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._mode_pub = node.create_publisher(String, "~/mode", latched)
@@ -132,7 +100,7 @@ class DeployNode(NodeBehaviour):
         self._show_mode(self.controller.mode.name, "", f"starting in {self.controller.mode.name}")
         self._state_publisher = StatePublisher(node, self.loop, self.robot.joint_names, p["state_publish_rate_hz"])
         self._diagnostics = DiagnosticsPublisher(node, self.loop, self.robot.joint_names, config.safety,
-                                                 self.operator_records, self.dds.arbiter)
+                                                 self.operator_records)
         self._create_services(policies)
         self.loop.add_sink(self._on_step)
         self.loop.add_sink(self._state_publisher.on_step)  # right after each step, not beside the next one
@@ -171,16 +139,10 @@ class DeployNode(NodeBehaviour):
 
         def callback(_request: Any, response: Any) -> Any:
             request = make_request()
-            objection = self._supervisor_objection(request)
-            if objection is not None:
-                response.success, response.message = False, f"{describe(request)} refused: {objection}"
-            else:
-                try:
-                    self.loop.request(request)
-                    response.success = True
-                    response.message = f"{describe(request)} accepted; mode {self.loop.mode.name}"
-                except RejectedRequest as exc:
-                    response.success, response.message = False, str(exc)
+            try:
+                response.success, response.message = True, self.loop.request(request)
+            except RejectedRequest as exc:
+                response.success, response.message = False, str(exc)
             self._record_operator(service, describe(request), response.success, response.message)
             return response
 
@@ -203,17 +165,6 @@ class DeployNode(NodeBehaviour):
             self.node.get_logger().info(text)
         else:
             self.node.get_logger().warning(text)
-
-    def _supervisor_objection(self, request: Any) -> str | None:
-        """Why the supervisor's lease forbids ``request`` now: no Stand/Start without a current
-        grant (WATCHING), no Reset while the supervisor holds an e-stop or streams damping."""
-        if self.dds.arbiter is None:
-            return None
-        if isinstance(request, (Stand, Start)):
-            return self.dds.arbiter.refusal()
-        if isinstance(request, Reset):
-            return self.dds.arbiter.reset_refusal()
-        return None
 
     def _control_cpus(self, cpu: int) -> frozenset[int]:
         from asap_ros.runtime.control_loop import existing_cpu
@@ -253,10 +204,12 @@ class DeployNode(NodeBehaviour):
 
     def _show_loop_mode(self) -> None:
         """Timer: the control loop's mode and fault, when ``~/mode`` has said otherwise for two
-        checks in a row, i.e. the step record of a transition never reached the sink (its queue
-        drops the oldest records when the sink falls behind; a sink error loses one)."""
-        mode = self.loop.mode.name
-        now = (mode, (self.loop.fault_reason or "") if mode == "DAMPING" else "")
+        checks in a row, i.e. the step record of a transition never reached the sink (the queues
+        drop records when the sink falls behind; a sink error loses one; the control process
+        ended)."""
+        status = self.loop.status()
+        mode = status.mode
+        now = (mode, (status.fault or "") if mode == "DAMPING" else "")
         differs = self._shown != now
         if differs and self._mode_differed:
             self._show_mode(*now, f"-> {mode}: {now[1] or 'read from the control loop'} (transition record lost)")
@@ -280,38 +233,38 @@ class DeployNode(NodeBehaviour):
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the control thread (it reads rt/lowstate itself) and the e-stop node's executor."""
+        """Start the control loop (in its process) and the e-stop node's executor."""
         from rclpy.executors import SingleThreadedExecutor
 
         self.loop.start()
+        self.node.get_logger().info(f"control process pid {self.loop.pid}")
         for note in (self.scheduling_note, self.loop.scheduling_note):
             if note:
                 self.node.get_logger().warning(note)
         if self.loop.fault_injection is not None:
-            self.node.get_logger().warning(f"FAULT INJECTION ACTIVE (test support): {self.loop.fault_injection.describe()}")
+            self.node.get_logger().warning(f"FAULT INJECTION ACTIVE (test support): {self.loop.fault_injection}")
         self._estop_executor = SingleThreadedExecutor(context=self.node.context)
         self._estop_executor.add_node(self.estop_node)
         threading.Thread(target=_spin_quietly, args=(self._estop_executor,), name="asap-estop", daemon=True).start()
         self.node.get_logger().info(f"control loop running; motions: {', '.join(sorted(self.controller.policies))}")
 
     def shutdown(self) -> int:
-        """Damp the robot (a clean exit never leaves it holding a pose unattended), stop, and log
-        how many samples were written per DDS topic (``published {json}``, for benchmarks) and
-        the control loop's statistics."""
-        from asap_ros.core.state_machine import EStop
-
+        """Damp the robot (a clean exit never leaves it holding a pose unattended: the control
+        process e-stops and writes damping before it ends), and log how many samples were written
+        per DDS topic (``published {json}``, for benchmarks) and the control loop's statistics."""
+        reason = f"{NODE_NAME} shutting down"
         if self.loop.alive:
-            self.loop.request(EStop(f"{NODE_NAME} shutting down"))
-            self._record_operator("shutdown", f"EStop({NODE_NAME} shutting down)", True, "clean shutdown")
-            time.sleep(SHUTDOWN_DAMPING_S)
-        self.loop.stop()
-        self.node.get_logger().info(f"published {json.dumps(self.dds.written())}")
-        self.node.get_logger().info(f"control loop {json.dumps(self.loop.stats().as_dict())}")
+            self._record_operator("shutdown", f"EStop({reason})", True, "clean shutdown")
+        summary = self.loop.stop(reason)
+        if summary is not None:
+            self.node.get_logger().info(f"published {json.dumps(summary['written'])}")
+            self.node.get_logger().info(f"control loop {json.dumps(summary['stats'])}")
+        else:
+            self.node.get_logger().warning(f"no statistics from the control loop: {self.loop.ended or 'it did not answer'}")
         executor = getattr(self, "_estop_executor", None)
         if executor is not None:
             executor.shutdown()
         self.estop_node.destroy_node()
-        self.dds.close()
         return EXIT_OK
 
 
@@ -355,12 +308,11 @@ class DiagnosticsPublisher:
     """``diagnostics`` (latched, so ``asap-ros ctl status`` gets the last one at once)."""
 
     def __init__(self, node: Any, loop: Any, joint_names: tuple[str, ...], safety: Any,
-                 operator_records: Any = (), arbiter: Any = None):
+                 operator_records: Any = ()):
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import DurabilityPolicy, QoSProfile
 
         self._operator_records = operator_records
-        self._arbiter = arbiter
         self._node_name = node.get_name()
         self._loop = loop
         self._joint_names = joint_names
@@ -373,16 +325,17 @@ class DiagnosticsPublisher:
         from asap_ros.ros.messages import DiagnosticsInput, diagnostics_msg
 
         loop = self._loop
-        stats = loop.stats()
-        timing = stats.as_dict()
-        misses = stats.late_steps
+        status, stats = loop.status(), loop.stats()
+        timing = stats.as_dict() if stats is not None else {}
+        misses = stats.late_steps if stats is not None else self._misses_reported
         data = DiagnosticsInput(
             stamp_ns=time.time_ns(),
             timing=timing,
-            dropped_records=stats.dropped_records,
-            mode=loop.mode.name,
-            motion=loop.controller.motion,
-            fault=loop.fault_reason,
+            # lost on their way to the sinks: in the control loop's queue, on the link, in the node's queue
+            dropped_records=(stats.dropped_records if stats is not None else 0) + status.unsent_steps + loop.dropped_steps,
+            mode=status.mode,
+            motion=status.motion,
+            fault=status.fault,
             state=loop.last_state,
             joint_names=self._joint_names,
             max_state_age_ms=self._safety.max_state_age_ms,
@@ -390,14 +343,13 @@ class DiagnosticsPublisher:
             motion_abort_temperature_c=self._safety.motion_abort_temperature_c,
             max_temperature_c=self._safety.max_temperature_c,
             new_deadline_misses=misses - self._misses_reported,
-            sink_errors=list(loop.sink_errors),
-            control_error=loop.fatal_error or (None if loop.alive else "control thread not running"),
-            motion_abort=loop.controller.motion_abort,
+            sink_errors=[*status.sink_errors, *loop.sink_errors],
+            control_error=status.fatal_error,
+            motion_abort=status.motion_abort,
             monotonic_ns=time.monotonic_ns(),
             operator=[f"{r['request']} via {r['source']}: {'accepted' if r['accepted'] else 'refused'}: {r['reason']}"
                       for r in list(self._operator_records)],
-            supervisor=(f"obeys supervisor {self._arbiter.lease.supervisor:x}" if self._arbiter.lease.supervisor
-                        else "no supervisor obeyed") if self._arbiter is not None else "unsupervised",
+            supervisor=status.supervisor,
         )
         self._misses_reported = misses
         self._pub.publish(diagnostics_msg(data, self._node_name))

@@ -243,8 +243,9 @@ def node_process(module: str, domain: int, params: dict[str, Any], log: Path,
     for name, value in params.items():
         args += ["-p", f"{name}:={value}"]
     env = {**os.environ, **(env or {}), "ROS_DOMAIN_ID": str(domain)}
+    # a process group of its own: SIGSTOP and SIGKILL reach a node and its control process together
     return subprocess.Popen(dying_with_this_process(args), env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=log.open("w"), stderr=subprocess.STDOUT)
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
 class RosClient:
@@ -532,25 +533,40 @@ class System:
         self.sim.request(BAND_RELEASE)
         self.ros.spin_until(lambda: False, BAND_SETTLE_S)
 
-    def hang_deploy_through_takeover(self, hold_s: float = 0.8) -> int:
-        """SIGSTOP the deploy process until the supervisor says TAKEOVER, ``hold_s`` more, then
-        SIGCONT; returns the time just before the stop."""
+    def signal_deploy(self, signum: int) -> None:
+        """Send ``signum`` to the deploy node and its control process at once (their process group)."""
         assert self.deploy is not None
+        os.killpg(self.deploy.pid, signum)
+
+    def control_pid(self, timeout_s: float = 5.0) -> int:
+        """The deploy node's control process (the rt/lowcmd writer, :mod:`asap_ros.runtime.control_process`)."""
+        assert self.deploy is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            children = child_pids(self.deploy.pid)
+            if len(children) == 1:
+                return children[0]
+            assert time.monotonic() < deadline, f"asap_deploy {self.deploy.pid} has children {children}, not one"
+            time.sleep(0.05)
+
+    def hang_deploy_through_takeover(self, hold_s: float = 0.8) -> int:
+        """SIGSTOP the deploy node (and its control process) until the supervisor says TAKEOVER,
+        ``hold_s`` more, then SIGCONT; returns the time just before the stop."""
         stopped_at = time.time_ns()
-        os.kill(self.deploy.pid, signal.SIGSTOP)
+        self.signal_deploy(signal.SIGSTOP)
         try:
             assert self.ros.spin_until(lambda: self.ros.latched.get("/asap_supervisor/state", "").startswith(TAKEOVER),
                                        10.0), self.ros.latched
             time.sleep(hold_s)
         finally:
-            os.kill(self.deploy.pid, signal.SIGCONT)
+            self.signal_deploy(signal.SIGCONT)
         return stopped_at
 
     def kill_deploy(self) -> int:
-        """``kill -9`` the deploy process; returns the time just before the signal."""
+        """``kill -9`` the deploy node and its control process; returns the time just before the signal."""
         assert self.deploy is not None
         killed_at = time.time_ns()
-        os.kill(self.deploy.pid, signal.SIGKILL)
+        self.signal_deploy(signal.SIGKILL)
         self.deploy.wait(10)
         return killed_at
 
@@ -629,6 +645,18 @@ def track_or_recover(system: System, faults: list[str], trials: int) -> bool:
             raise SystemExit(f"too many faults: {faults[-3:]}") from None
         system.reset_and_stand()
         return False
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid``'s threads started that still run (``/proc/<pid>/task/*/children``)."""
+    children: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                children += [int(child) for child in listed.read().split()]
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+    return children
 
 
 def thread_scheduling(pid: int) -> dict[str, set[tuple[int, int]]]:

@@ -1,5 +1,5 @@
 """Children die with the process that started them, however it dies: the e2e harness's
-(``asap_sim``, ``asap_deploy``, ``asap_supervisor``) and ``asap-ros sim``'s (``asap_sim``,
+(``asap_sim``, ``asap_deploy`` and its control process, ``asap_supervisor``) and ``asap-ros sim``'s (``asap_sim``,
 ``asap_recorder``). A parent killed with SIGKILL leaves nothing running on its DDS domain."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from asap_ros.testing.ros_system import System
 system = System(int(sys.argv[1]), Path(sys.argv[2]))
 system.start()
 print(json.dumps({"asap_sim": system.sim.pid, "asap_deploy": system.deploy.pid,
+                  "asap_deploy's control process": system.control_pid(),
                   "asap_supervisor": system.supervisor.pid}), flush=True)
 time.sleep(600)
 """

@@ -44,13 +44,13 @@ def test_a_hung_deploy_node_that_resumes_never_writes_beside_the_supervisor(syst
     system.track()
     deploy = deploy_writer(system)
     stopped_at = time.time_ns()
-    os.kill(system.deploy.pid, signal.SIGSTOP)
+    system.signal_deploy(signal.SIGSTOP)
     try:
         takeover = system.lowcmd.wait_for(lambda s: s.writer != deploy, stopped_at, 5.0)
         assert takeover is not None and takeover.damping, "the supervisor did not stream damping"
         time.sleep(max(0.0, hang_s - (time.time_ns() - stopped_at) / 1e9))
     finally:
-        os.kill(system.deploy.pid, signal.SIGCONT)
+        system.signal_deploy(signal.SIGCONT)
     resumed_at = time.time_ns()
     taken = "e-stop: supervisor took over rt/lowcmd (deploy silent for"
     caught = "e-stop: a LowCmd write returned after its lease had ended"  # the stop came inside a write
@@ -120,13 +120,13 @@ def test_ctl_estop_does_not_wait_for_a_hung_deploy_node(system):
     deploy node's missing answer after it, instead of asking the supervisor only afterwards."""
     system.track()
     env = {**os.environ, "ROS_DOMAIN_ID": str(system.domain)}
-    os.kill(system.deploy.pid, signal.SIGSTOP)
+    system.signal_deploy(signal.SIGSTOP)
     try:
         estop = subprocess.run([sys.executable, "-m", "asap_ros.cli", "ctl", "estop", "--timeout", "5"], env=env,
                                cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert taken_over(system), system.ros.latched
     finally:
-        os.kill(system.deploy.pid, signal.SIGCONT)
+        system.signal_deploy(signal.SIGCONT)
     assert estop.returncode == 0, estop.stdout + estop.stderr
     assert "estop via /asap_supervisor/estop: ok" in estop.stdout, estop.stdout
     assert system.ros.wait_mode("DAMPING", 10.0)

@@ -34,21 +34,28 @@ def deploy_writer(system: System, since_ns: int) -> int:
 
 
 def test_every_thread_on_the_control_path_runs_at_its_priority(system):
-    """SCHED_FIFO as robot.launch.py asks (TEST_DEPLOY_PARAMS / TEST_SUPERVISOR_PARAMS): the control
-    thread at 80, Cyclone's receive threads one above, the node's other Python threads (executor,
-    sinks) one below, so none is preempted by ordinary work while it holds the GIL the control
-    thread waits for; the supervisor's watchdog at 85, its executor and remote-button watch at
+    """SCHED_FIFO as robot.launch.py asks (TEST_DEPLOY_PARAMS / TEST_SUPERVISOR_PARAMS): in the
+    deploy node's control process the control thread at 80, Cyclone's receive threads one above,
+    its other Python threads (the node's link, sinks) one below, so none is preempted by ordinary
+    work while it holds the GIL the control thread waits for; the node's own threads (rclpy
+    executor, the link's receiver and sinks) one below too; the supervisor's watchdog at 85, its executor and remote-button watch at
     84, its DDS receive threads and the readers of the deploy node's beats and commands at 79 (each
     step's writes wake them); the simulator's physics at 90 and its rt/lowcmd reader at 79 (the
     board takes LowCmd without the computer's CPU)."""
     if not fifo_permitted():
         pytest.skip("SCHED_FIFO is not permitted here: the nodes run at normal priority (and say so)")
     fifo = os.SCHED_FIFO
+    control = thread_scheduling(system.control_pid())
+    assert control["asap-control"] == {(fifo, 80)}, control
+    assert control["recv"] == {(fifo, 81)}, control
+    assert control["asap-serve"] == {(fifo, 79)}, control  # answers the node, applies e-stops
+    assert control["asap-requests"] == {(fifo, 79)}, control  # the other operator requests
+    assert control["asap-sinks"] == {(fifo, 79)}, control
     deploy = thread_scheduling(system.deploy.pid)
-    assert deploy["asap-control"] == {(fifo, 80)}, deploy
-    assert deploy["recv"] == {(fifo, 81)}, deploy
+    assert "asap-control" not in deploy, deploy
     assert deploy["MainThread"] == {(fifo, 79)}, deploy  # the rclpy executor
-    assert deploy["asap-sinks"] == {(fifo, 79)}, deploy
+    assert deploy["asap-link"] == {(fifo, 79)}, deploy
+    assert deploy["asap-link-sinks"] == {(fifo, 79)}, deploy
     supervisor = thread_scheduling(system.supervisor.pid)
     assert supervisor["asap-watchdog"] == {(fifo, 85)}, supervisor
     assert supervisor["recv"] == {(fifo, 79)}, supervisor

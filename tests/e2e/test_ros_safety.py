@@ -172,7 +172,7 @@ def test_an_estop_a_stopped_deploy_node_has_not_heard_is_not_released(system):
     gone it no longer blocks (a restarted node is handed back as usual)."""
     # the supervisor (restarted by an earlier test) must have discovered the service to forward to
     assert system.ros.spin_until(lambda: "forward path up" in forward_path(system), 10.0), forward_path(system)
-    os.kill(system.deploy.pid, signal.SIGSTOP)
+    system.signal_deploy(signal.SIGSTOP)
     try:
         ok, message = system.ros.trigger("/asap_supervisor/estop")
         assert ok and "forwarded to /asap_deploy/estop" in message, message
@@ -180,8 +180,7 @@ def test_an_estop_a_stopped_deploy_node_has_not_heard_is_not_released(system):
         ok, message = system.ros.trigger("/asap_supervisor/reset")
         assert not ok and "not yet answered the e-stop forwarded to /asap_deploy/estop" in message, message
     finally:
-        os.kill(system.deploy.pid, signal.SIGKILL)
-        os.kill(system.deploy.pid, signal.SIGCONT)
+        system.signal_deploy(signal.SIGKILL)
     system.deploy.wait(10)
     assert system.ros.spin_until(lambda: "exited" in system.ros.trigger("/asap_supervisor/reset")[1], 5.0)
     system.start_deploy("DAMPING")
@@ -192,17 +191,17 @@ def test_a_third_writer_does_not_hide_a_hung_deploy_node(system):
     """A rogue participant writes damping on rt/lowcmd at 50 Hz; the deploy node hangs: the
     supervisor still takes over, naming the silence of the deploy node's own writer."""
     with RogueWriter():
-        os.kill(system.deploy.pid, signal.SIGSTOP)
+        system.signal_deploy(signal.SIGSTOP)
         try:
             state = latched(system, SUPERVISOR, "TAKEOVER", 5.0)
         finally:
-            os.kill(system.deploy.pid, signal.SIGCONT)
+            system.signal_deploy(signal.SIGCONT)
     assert "deploy silent" in state, state
     assert system.ros.spin_until(lambda: "other than asap_deploy" in system.log_text("supervisor"), 2.0)
 
 
-def stop_for(pid: int, hang_s: float) -> float:
-    """SIGSTOP ``pid``, SIGCONT ``hang_s`` later, timed from a thread at SCHED_FIFO 90 where
+def stop_for(group: int, hang_s: float) -> float:
+    """SIGSTOP process group ``group``, SIGCONT ``hang_s`` later, timed from a thread at SCHED_FIFO 90 where
     permitted (above the nodes: the stop lasts what is asked); returns how long it was stopped."""
     from asap_ros.runtime.scheduling import run_realtime
 
@@ -211,11 +210,11 @@ def stop_for(pid: int, hang_s: float) -> float:
     def hang() -> None:
         run_realtime(90)
         began = time.monotonic()
-        os.kill(pid, signal.SIGSTOP)
+        os.killpg(group, signal.SIGSTOP)
         try:
             time.sleep(hang_s)
         finally:
-            os.kill(pid, signal.SIGCONT)
+            os.killpg(group, signal.SIGCONT)
             stopped.append(time.monotonic() - began)
 
     thread = threading.Thread(target=hang, name="stop-for")
@@ -231,7 +230,7 @@ def test_a_deploy_node_stopped_for_less_than_its_lease_holds_on_without_a_fault(
     and no takeover (the takeover comes after 200 ms without a command)."""
     deploy = writer_of(system, lambda s: not s.damping)
     began = time.time_ns()
-    hang_s = stop_for(system.deploy.pid, 0.12)
+    hang_s = stop_for(system.deploy.pid, 0.12)  # the node's group: it and its control process
     time.sleep(1.0)
     system.ros.spin_until(lambda: False, 0.2)
     context = f"stopped {hang_s * 1e3:.0f} ms; {system.ros.latched}\n{system.log('deploy')}"
@@ -263,7 +262,8 @@ def test_another_deploy_process_exiting_is_no_takeover(system):
 def test_the_estop_service_never_waits_behind_a_slow_request(system):
     """From control tick 400 on every step stalls 0.4 s in the step lock (each outlives its lease:
     DAMPING, takeover): a Stop request waits for that lock; an e-stop sent after it is answered
-    first (its own callback group on a multi-threaded executor)."""
+    first (its own node and executor thread in asap_deploy, and in the control process the
+    serving thread, while the Stop waits on the request thread)."""
     from std_srvs.srv import Trigger
 
     system.restart_nodes({"ASAP_ROS_FAULT_INJECTION": "slow=0.4@tick=400+"})
