@@ -55,6 +55,21 @@ CONTROL_THREAD = "asap-control"
 _log = logging.getLogger(__name__)
 
 
+SINK_ERRORS_KEPT = 100
+"""Sink errors kept for diagnostics (the oldest)."""
+
+
+def run_sinks(sinks: list[Sink], record: StepRecord, errors: list[str]) -> None:
+    """``sink(record)`` for each sink; a sink that raises is noted in ``errors`` (at most
+    :data:`SINK_ERRORS_KEPT`) and the others still run."""
+    for sink in sinks:
+        try:
+            sink(record)
+        except Exception as exc:  # a broken sink must not stop the others
+            if len(errors) < SINK_ERRORS_KEPT:
+                errors.append(f"{getattr(sink, '__qualname__', sink)}: {exc!r}")
+
+
 def _describe_exception(exc: BaseException) -> str:
     """``ZeroDivisionError('division by zero') at controller.py:231 in command``."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -875,13 +890,7 @@ class ControlLoop:
                 self._records_ready.wait_for(lambda: self._records or self._stop.is_set(), 0.1)
             drained = bool(self._records)
             while self._records:
-                record = self._records.popleft()
-                for sink in self._sinks:
-                    try:
-                        sink(record)
-                    except Exception as exc:  # a broken sink must not stop the others
-                        if len(self.sink_errors) < 100:
-                            self.sink_errors.append(f"{getattr(sink, '__qualname__', sink)}: {exc!r}")
+                run_sinks(self._sinks, self._records.popleft(), self.sink_errors)
             if drained:
                 self._collector.after_step()
             if self._stop.is_set():

@@ -16,11 +16,12 @@ import itertools
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from asap_ros.core.errors import AsapError, RejectedRequest
 from asap_ros.core.state_machine import describe
+from asap_ros.runtime.control_loop import Sink, run_sinks
 from asap_ros.runtime.loop_link import Link, LinkClosed, LoopStatus
 from asap_ros.runtime.scheduling import name_os_thread
 
@@ -34,8 +35,6 @@ STOP_TIMEOUT_S = 5.0
 """The control process damps and ends within this after a stop, s, or it is killed."""
 STEP_QUEUE = 1024
 """Step records waiting for the sinks, newest kept (20 s at 50 Hz)."""
-
-Sink = Callable[[Any], None]
 
 
 class LoopProcess:
@@ -217,11 +216,6 @@ class LoopProcess:
                 records = list(self._steps)
                 self._steps.clear()
             for record in records:
-                for sink in self._sinks:
-                    try:
-                        sink(record)
-                    except Exception as exc:  # a broken sink must not stop the others
-                        if len(self.sink_errors) < 100:
-                            self.sink_errors.append(f"{getattr(sink, '__qualname__', sink)}: {exc!r}")
+                run_sinks(self._sinks, record, self.sink_errors)
             if self.ended is not None and not records:
                 return

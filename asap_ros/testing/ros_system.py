@@ -533,6 +533,13 @@ class System:
         self.sim.request(BAND_RELEASE)
         self.ros.spin_until(lambda: False, BAND_SETTLE_S)
 
+    def wait_latched(self, topic: str, prefix: str, timeout_s: float = 10.0) -> str:
+        """The latched value of ``topic`` once it starts with ``prefix`` (else an AssertionError
+        naming every latched topic)."""
+        assert self.ros.spin_until(lambda: self.ros.latched.get(topic, "").startswith(prefix), timeout_s), \
+            self.ros.latched
+        return self.ros.latched[topic]
+
     def signal_deploy(self, signum: int) -> None:
         """Send ``signum`` to the deploy node and its control process at once (their process group)."""
         assert self.deploy is not None
@@ -644,6 +651,15 @@ def track_or_recover(system: System, faults: list[str], trials: int) -> bool:
         if len(faults) > trials:
             raise SystemExit(f"too many faults: {faults[-3:]}") from None
         system.reset_and_stand()
+        return False
+
+
+def process_alive(pid: int) -> bool:
+    """A process ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from asap_ros.testing.ros_system import System, simulator_system
+from asap_ros.testing.ros_system import process_alive, simulator_system
 
 SUPERVISOR = "/asap_supervisor/state"
 MODE = "/asap_deploy/mode"
@@ -34,20 +34,6 @@ def mapped(pid: int) -> str:
     return Path(f"/proc/{pid}/maps").read_text()
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def latched(system: System, topic: str, prefix: str, timeout_s: float = 10.0) -> str:
-    assert system.ros.spin_until(lambda: system.ros.latched.get(topic, "").startswith(prefix), timeout_s), \
-        system.ros.latched
-    return system.ros.latched[topic]
-
-
 def test_the_control_process_writes_rt_lowcmd_and_maps_no_rclpy(system):
     """The writer of rt/lowcmd is the control process (the supervisor's beats name its pid) and no
     rclpy library is in its memory; the node's process has them (the check can fail)."""
@@ -69,10 +55,10 @@ def test_a_killed_node_damps_through_its_control_process_which_ends(system):
     damped = system.lowcmd.wait_for(lambda s: s.writer == writer.writer and s.damping, killed_at, 2.0)
     assert damped is not None, "the control process wrote no damping after its node died"
     deadline = time.monotonic() + 5.0
-    while alive(control) and time.monotonic() < deadline:
+    while process_alive(control) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not alive(control), "the control process outlived its node"
-    state = latched(system, SUPERVISOR, "TAKEOVER", 5.0)
+    assert not process_alive(control), "the control process outlived its node"
+    state = system.wait_latched(SUPERVISOR, "TAKEOVER", 5.0)
     takeover = system.lowcmd.wait_for(lambda s: s.writer != writer.writer, killed_at, 5.0)
     assert takeover is not None and takeover.damping, "the supervisor streams no damping"
     print(f"\nnode killed -> damping from its control process {(damped.stamp_ns - killed_at) / 1e6:.1f} ms; "
@@ -89,9 +75,9 @@ def test_a_killed_control_process_latches_damping_in_the_node_and_the_supervisor
     assert writer is not None
     killed_at = time.time_ns()
     os.kill(control, signal.SIGKILL)
-    fault = latched(system, FAULT, "control process ended (exit code -9)", 5.0)
+    fault = system.wait_latched(FAULT, "control process ended (exit code -9)", 5.0)
     assert system.ros.latched[MODE] == "DAMPING", system.ros.latched
-    latched(system, SUPERVISOR, "TAKEOVER", 5.0)
+    system.wait_latched(SUPERVISOR, "TAKEOVER", 5.0)
     takeover = system.lowcmd.wait_for(lambda s: s.writer != writer.writer, killed_at, 5.0)
     assert takeover is not None and takeover.damping
     assert system.lowcmd.wait_for(lambda s: s.writer == writer.writer, killed_at + 50_000_000, 0.5) is None, \

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from asap_ros.testing.ros_system import ROOT
+from asap_ros.testing.ros_system import process_alive as alive
 
 HARNESS = """
 import json, sys, time
@@ -59,15 +60,6 @@ def kill_leftovers(parent: subprocess.Popen, children: list[int]) -> None:
     for pid in children:
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
-
-
-def alive(pid: int) -> bool:
-    """A process ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_killing_the_harness_kills_the_simulator_and_both_nodes(tmp_path):

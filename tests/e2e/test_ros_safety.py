@@ -52,9 +52,7 @@ def writer_of(system: System, predicate=lambda s: True) -> int:
 
 
 def latched(system: System, topic: str, prefix: str, timeout_s: float = 10.0) -> str:
-    assert system.ros.spin_until(lambda: system.ros.latched.get(topic, "").startswith(prefix), timeout_s), \
-        system.ros.latched
-    return system.ros.latched[topic]
+    return system.wait_latched(topic, prefix, timeout_s)
 
 
 def test_a_stalled_actor_step_writes_nothing_after_its_lease(system):
