@@ -32,7 +32,7 @@ from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr, state_from_rec
 from asap_ros.g1.crc import record_crc
 from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_WIRE
 from asap_ros.g1.sdk import SdkLowCmdEncoder, decode_lowstate, lowcmd_record, lowstate_crc_ok
-from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
+from asap_ros.runtime.dds import DOMAINS, PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.control import CONTROL_QOS, SimControlClient
 from asap_ros.sim.dds_types import (
@@ -513,7 +513,7 @@ def test_mocap_publishes_pelvis_pose_stamped_at_capture(dds_domain, lowcmd_pub):
 
 
 def test_asap_sim_command_runs_and_reports(tmp_path):
-    domain = 201 + os.getpid() % 32  # its own domain, outside the 1..200 the test fixtures use
+    domain = DOMAINS + 1 + os.getpid() % 10  # its own domain (91..100), outside the fixtures' 1..90
     stats_path = tmp_path / "stats.json"
     result = subprocess.run(
         [sys.executable, "-m", "asap_ros.sim.main", "--domain", str(domain), "--duration", "2",

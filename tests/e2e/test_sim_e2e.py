@@ -1,6 +1,6 @@
 """``asap-ros sim`` end to end: asap_sim in its own process, the runtime over real DDS (~25 s).
 
-The run picks its own DDS domain (1 + pid % 200 of the ``asap-ros sim`` process) on loopback.
+The run picks its own DDS domain (1 + pid % 90 of the ``asap-ros sim`` process) on loopback.
 """
 
 from __future__ import annotations
