@@ -64,6 +64,8 @@ class LoopProcess:
         """What the process said at its stop: ``written`` per DDS topic, ``stats``, ``unsent_steps``."""
         self._ids = itertools.count(1)
         self._replies: dict[int, tuple[bool, Any]] = {}
+        self._waiting: set[int] = set()
+        """Ids of the calls still waiting; an answer to no waiting call (it timed out) is dropped."""
         self._answered = threading.Condition()
         self._steps: collections.deque[Any] = collections.deque(maxlen=STEP_QUEUE)
         self._steps_ready = threading.Condition()
@@ -167,11 +169,17 @@ class LoopProcess:
         if self.ended is not None:
             raise LinkClosed(self.ended)
         ident = next(self._ids)
-        self._link.send((kind, ident, *args))
         with self._answered:
-            self._answered.wait_for(lambda: ident in self._replies or self.ended is not None, timeout_s)
-            if ident in self._replies:
-                return self._replies.pop(ident)
+            self._waiting.add(ident)
+        try:
+            self._link.send((kind, ident, *args))
+            with self._answered:
+                self._answered.wait_for(lambda: ident in self._replies or self.ended is not None, timeout_s)
+                if ident in self._replies:
+                    return self._replies.pop(ident)
+        finally:
+            with self._answered:
+                self._waiting.discard(ident)
         if self.ended is not None:
             raise LinkClosed(self.ended)
         raise TimeoutError(f"the control process did not answer {kind} within {timeout_s:g} s")
@@ -199,8 +207,9 @@ class LoopProcess:
             elif message[0] == "reply":
                 _kind, ident, ok, value = message
                 with self._answered:
-                    self._replies[ident] = (ok, value)
-                    self._answered.notify_all()
+                    if ident in self._waiting:
+                        self._replies[ident] = (ok, value)
+                        self._answered.notify_all()
         code = self._process.wait()
         with self._answered:
             self.ended = f"control process ended (exit code {code})"
