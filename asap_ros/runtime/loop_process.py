@@ -63,9 +63,9 @@ class LoopProcess:
         self.summary: dict[str, Any] | None = None
         """What the process said at its stop: ``written`` per DDS topic, ``stats``, ``unsent_steps``."""
         self._ids = itertools.count(1)
-        self._replies: dict[int, tuple[bool, Any]] = {}
-        self._waiting: set[int] = set()
-        """Ids of the calls still waiting; an answer to no waiting call (it timed out) is dropped."""
+        self._replies: dict[int, tuple[bool, Any] | None] = {}
+        """One slot per waiting call, None until its answer comes; an answer with no slot (its call
+        gave up) is dropped."""
         self._answered = threading.Condition()
         self._steps: collections.deque[Any] = collections.deque(maxlen=STEP_QUEUE)
         self._steps_ready = threading.Condition()
@@ -170,16 +170,16 @@ class LoopProcess:
             raise LinkClosed(self.ended)
         ident = next(self._ids)
         with self._answered:
-            self._waiting.add(ident)
+            self._replies[ident] = None
         try:
             self._link.send((kind, ident, *args))
             with self._answered:
-                self._answered.wait_for(lambda: ident in self._replies or self.ended is not None, timeout_s)
-                if ident in self._replies:
-                    return self._replies.pop(ident)
+                self._answered.wait_for(lambda: self._replies[ident] is not None or self.ended is not None, timeout_s)
         finally:
             with self._answered:
-                self._waiting.discard(ident)
+                answer = self._replies.pop(ident)
+        if answer is not None:
+            return answer
         if self.ended is not None:
             raise LinkClosed(self.ended)
         raise TimeoutError(f"the control process did not answer {kind} within {timeout_s:g} s")
@@ -207,7 +207,7 @@ class LoopProcess:
             elif message[0] == "reply":
                 _kind, ident, ok, value = message
                 with self._answered:
-                    if ident in self._waiting:
+                    if ident in self._replies:
                         self._replies[ident] = (ok, value)
                         self._answered.notify_all()
         code = self._process.wait()
