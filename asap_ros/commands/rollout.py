@@ -148,8 +148,8 @@ def run(args: argparse.Namespace) -> int:
     observations: list[np.ndarray] = []
     actions: list[np.ndarray] = []
 
-    def observe(_state: Any, output: Any, pose: Any) -> None:
-        trace.add(output.mode, output.policy, pose)
+    def observe(state: Any, output: Any, pose: Any) -> None:
+        trace.add(output.mode, output.policy, pose, state.tick)
         if output.policy is not None and args.dump_obs:
             observations.append(output.policy.obs)
             actions.append(output.policy.raw_action)

@@ -226,8 +226,9 @@ class RealTimeRun:
 
     def _trace_step(self, record: Any) -> None:
         """Sink: the step, with the ground truth of the LowState it was built from."""
-        pose = self.ground_truth.get(record.lowstate_tick, GROUND_TRUTH_WAIT_S) if record.lowstate_stamp_ns else None
-        self.trace.add(record.output.mode, record.output.policy, pose)
+        has_state = bool(record.lowstate_stamp_ns)
+        pose = self.ground_truth.get(record.lowstate_tick, GROUND_TRUTH_WAIT_S) if has_state else None
+        self.trace.add(record.output.mode, record.output.policy, pose, record.lowstate_tick if has_state else -1)
 
     def operate(self) -> tuple[OperatorScript, float]:
         """Run the operator script to its end; returns it and the run's duration in seconds."""

@@ -343,7 +343,7 @@ class Simulator:
         self.lowstate_gaps += gap_ns > 2e9 / self.config.lowstate_rate_hz
         self._max_gap_ns = max(self._max_gap_ns, gap_ns)
         self._last_publish_ns = now_ns
-        stall = self.stalls.mark(now_ns)
+        stall = self.stalls.mark(now_ns, tick)
         if stall is not None:
             print(f"asap_sim: {stall.line()}", file=sys.stderr, flush=True)
         self._gt_writer.write(

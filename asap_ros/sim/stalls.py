@@ -7,7 +7,7 @@ from typing import Any
 
 from asap_ros.runtime.thread_times import ProcTimes, Times
 
-__all__ = ["STALL_AFTER_NS", "STALL_MARK", "Stall", "StallMeter"]
+__all__ = ["STALL_AFTER_NS", "STALL_MARK", "Stall", "StallMeter", "stalls_near"]
 
 STALL_AFTER_NS = 20_000_000
 """A gap between two LowState writes longer than this (ns) is a stall: one 50 Hz control period,
@@ -33,6 +33,10 @@ class Stall:
     """The machine's steal in the gap, all vCPUs, in the kernel's 10 ms ticks: the host ran
     something else. Steal while the thread ran is not in ``on_cpu_ms`` (the kernel leaves it out
     of a thread's run time), so it falls in :attr:`other_ms`."""
+    tick: int | None = None
+    """The LowState tick (ms of simulated time) of the write that ended the gap; ``None`` when the
+    writer gave none. Physics stands still in the gap and catches up after it, so the simulated
+    time the stall disturbed lies within ``gap_ms`` of this tick."""
 
     @property
     def other_ms(self) -> float:
@@ -40,7 +44,8 @@ class Stall:
         return max(0.0, self.gap_ms - self.on_cpu_ms - self.run_queue_ms)
 
     def line(self) -> str:
-        return (f"{STALL_MARK} {self.gap_ms:.1f} ms (at {self.at_s:.2f} s): the publishing thread ran "
+        tick = f", tick {self.tick}" if self.tick is not None else ""
+        return (f"{STALL_MARK} {self.gap_ms:.1f} ms (at {self.at_s:.2f} s{tick}): the publishing thread ran "
                 f"{self.on_cpu_ms:.1f} ms, waited {self.run_queue_ms:.1f} ms for a CPU and was off any run queue "
                 f"{self.other_ms:.1f} ms (asleep, the GIL, a lock or a vCPU taken); machine steal {self.steal_ms:.0f} ms")
 
@@ -50,7 +55,8 @@ class Stall:
     @classmethod
     def from_dict(cls, values: dict[str, float]) -> Stall:
         """The stall :meth:`as_dict` wrote (its derived ``other_ms`` ignored)."""
-        return cls(**{name: values[name] for name in ("at_s", "gap_ms", "on_cpu_ms", "run_queue_ms", "steal_ms")})
+        return cls(**{name: values[name] for name in ("at_s", "gap_ms", "on_cpu_ms", "run_queue_ms", "steal_ms")},
+                   tick=values.get("tick"))
 
 
 class StallMeter:
@@ -67,8 +73,9 @@ class StallMeter:
         self.kept: list[Stall] = []
         self.longest: Stall | None = None
 
-    def mark(self, now_ns: int) -> Stall | None:
-        """A write at ``now_ns`` (monotonic): the stall it ends, if the gap since the last was long."""
+    def mark(self, now_ns: int, tick: int | None = None) -> Stall | None:
+        """A write at ``now_ns`` (monotonic), of LowState ``tick`` if given: the stall it ends, if the
+        gap since the last was long."""
         on_cpu, run_queue, steal = self._times()
         last, self._last = self._last, (now_ns, on_cpu, run_queue, steal)
         if self._first_ns is None:
@@ -77,7 +84,7 @@ class StallMeter:
             return None
         stall = Stall(at_s=(now_ns - self._first_ns) / 1e9, gap_ms=(now_ns - last[0]) / 1e6,
                       on_cpu_ms=(on_cpu - last[1]) / 1e6, run_queue_ms=(run_queue - last[2]) / 1e6,
-                      steal_ms=(steal - last[3]) / 1e6)
+                      steal_ms=(steal - last[3]) / 1e6, tick=tick)
         self.count += 1
         if len(self.kept) < self._keep:
             self.kept.append(stall)
@@ -97,3 +104,13 @@ class StallMeter:
         return {"over_ms": self.after_ns / 1e6, "count": self.count,
                 "longest": self.longest.as_dict() if self.longest else None,
                 "first": [stall.as_dict() for stall in self.kept], "note": note}
+
+
+def stalls_near(stats: dict[str, Any], first_tick: int, last_tick: int) -> int:
+    """How many stalls of :meth:`StallMeter.stats` came within their own length of the ticks
+    ``first_tick``..``last_tick`` (ms of simulated time). A stall not kept in full, or kept
+    without a tick, counts: where it fell is unknown."""
+    kept = [Stall.from_dict(values) for values in stats["first"]]
+    near = sum(stall.tick is None or (stall.tick + stall.gap_ms >= first_tick and stall.tick - stall.gap_ms <= last_tick)
+               for stall in kept)  # fmt: skip
+    return near + stats["count"] - len(kept)

@@ -13,7 +13,8 @@ Schema ``asap_ros.run_summary/1``::
         completed, heading_offset_rad},
     timing (null for rollout) {steps, deadline_misses, skipped_periods, latency_p50_us,
         latency_p99_us, latency_max_us, compute_p50_us, compute_p99_us, compute_max_us, ...},
-    sim {counters of the simulator}, timeline [{t_s, what}], files {name: path}
+    sim {counters of the simulator}, timeline [{t_s, what}], files {name: path},
+    motion_ticks ([first, last] LowState ticks (ms) of the TRACKING steps' states; null if none)
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class RunSummary:
     sim_time_s: float
     timeline: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
+    motion_ticks: tuple[int, int] | None = None
     schema: str = SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -167,4 +169,5 @@ def summarize_run(
         sim_time_s=sim_time_s,
         timeline=[asdict(event) for event in script.timeline],
         files=files,
+        motion_ticks=trace.motion_ticks(),
     )

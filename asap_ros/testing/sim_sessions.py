@@ -14,8 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asap_ros.core.errors import AsapError
+from asap_ros.sim.stalls import stalls_near
 
 RUN_TIMEOUT_S = 300.0
+ATTEMPTS = 3
+"""Runs at most until one tracks a motion."""
+STEADY_ATTEMPTS = 5
+"""Runs at most until one tracks a motion with no simulator stall in it (17-20 s a run here)."""
 
 
 @dataclass(frozen=True)
@@ -26,29 +31,38 @@ class SimSession:
 
 
 def record_sim_session(work: str | Path, profile: str = "nominal", policy: str | None = None,
-                       stand_up_s: float = 1.0, attempts: int = 3,
-                       controller_config: str | Path | None = None, without_stalls: bool = False) -> SimSession:  # fmt: skip
+                       stand_up_s: float = 1.0, attempts: int | None = None,
+                       controller_config: str | Path | None = None, steady_motion: bool = False) -> SimSession:  # fmt: skip
     """Run ``asap-ros sim --record`` into ``work`` (kept: reused when it already holds a run).
 
     The motion may end early (fall, fault): the summary's ``outcome`` says so. A run that ends
     before the actor took 4 steps (the simulated robot dropping off its elastic band can trip
-    a safety limit on a busy machine) is run again, ``attempts`` times in all; each aborted run
-    stays in ``work`` with its summary. With ``without_stalls`` so is a run whose simulator
-    stalled (a LowState gap over one control period, :mod:`asap_ros.sim.stalls`): the host took
-    CPUs away, and the recording holds late commands the profile's robot never saw.
+    a safety limit on a busy machine) is run again, ``attempts`` times in all (default
+    :data:`ATTEMPTS`, or :data:`STEADY_ATTEMPTS` with ``steady_motion``); each aborted run
+    stays in ``work`` with its summary. With ``steady_motion`` so is a run whose simulator
+    stalled (a LowState gap over one control period, :mod:`asap_ros.sim.stalls`) while the actor
+    ran: the host took CPUs away, and the recorded motion holds late commands the profile's robot
+    never saw. Stalls before TRACKING (standing up, the band) or after it do not count.
     """
     work = Path(work)
+    attempts = attempts if attempts is not None else STEADY_ATTEMPTS if steady_motion else ATTEMPTS
     stalled = 0
     for attempt in range(attempts):
         session = _run(work / f"attempt{attempt}", profile, policy, stand_up_s, controller_config)
-        if session is not None and without_stalls and session.summary["sim"]["stalls"]["count"]:
+        if session is not None and steady_motion and stalls_in_motion(session.summary):
             stalled += 1
             continue
         if session is not None:
             return session
     raise AsapError(f"simulated session in {work}: no run tracked a motion in {attempts} attempts"
-                    + (f" without a simulator stall ({stalled} stalled)" if without_stalls else "")
+                    + (f" without a simulator stall during it ({stalled} stalled)" if steady_motion else "")
                     + "; see the runs there")
+
+
+def stalls_in_motion(summary: dict) -> int:
+    """The simulator's stalls near the TRACKING steps' LowState ticks (all of them if unknown)."""
+    stalls, ticks = summary["sim"]["stalls"], summary.get("motion_ticks")
+    return stalls["count"] if ticks is None else stalls_near(stalls, *ticks)
 
 
 def _run(work: Path, profile: str, policy: str | None, stand_up_s: float,

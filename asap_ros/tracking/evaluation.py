@@ -49,12 +49,16 @@ class RunTrace:
     phases: list[float] = field(default_factory=list)
     poses: list[BodyPose | None] = field(default_factory=list)
     """``None``: no ground truth for that step (lost sample)."""
+    state_ticks: list[int] = field(default_factory=list)
+    """Tick (ms) of the LowState the step was built from, -1 when none."""
     motion_done: bool = False
     """The actor ran its last step (the phase reached the end of the clip)."""
 
-    def add(self, mode: Mode, policy: PolicyOutput | None, pose: BodyPose | None) -> None:
-        """Append one control step (``policy``: the actor's output if it ran in that step)."""
+    def add(self, mode: Mode, policy: PolicyOutput | None, pose: BodyPose | None, state_tick: int = -1) -> None:
+        """Append one control step (``policy``: the actor's output if it ran in that step;
+        ``state_tick``: the tick of the LowState it was built from)."""
         self.modes.append(mode)
+        self.state_ticks.append(state_tick)
         self.ticks.append(policy.tick if policy is not None else -1)
         self.phases.append(policy.phase if policy is not None else np.nan)
         self.poses.append(pose)
@@ -62,6 +66,11 @@ class RunTrace:
 
     def __len__(self) -> int:
         return len(self.modes)
+
+    def motion_ticks(self) -> tuple[int, int] | None:
+        """LowState ticks (ms) of the first and last TRACKING step's state; ``None`` if none tracked."""
+        ticks = [t for mode, t in zip(self.modes, self.state_ticks) if mode == Mode.TRACKING and t >= 0]
+        return (ticks[0], ticks[-1]) if ticks else None
 
     @property
     def missing_poses(self) -> int:

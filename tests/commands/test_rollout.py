@@ -138,6 +138,8 @@ def test_cr7_rollout_tracks_the_clip_without_falling(tmp_path, capsys):
     assert summary["outcome"] == COMPLETED, summary["timeline"]
     assert not summary["fell"] and summary["fault"] is None and code == 0
     tracking = summary["tracking"]
+    first, last = summary["motion_ticks"]  # the lock-step robot's ticks: 20 ms apart, one per actor step
+    assert (last - first) % 20 == 0 and 0 <= tracking["actor_steps"] - 1 - (last - first) // 20 <= 1, (first, last)
     assert tracking["completed"] and tracking["missing_steps"] == 0
     assert tracking["actor_steps"] == math.ceil(118 / 30 / 0.02) - 1  # last step: (k+2)*0.02 reaches 118/30 s
     for key in ("g_mpjpe_mm", "mpjpe_mm", "vel_mm_per_frame", "acc_mm_per_frame2"):

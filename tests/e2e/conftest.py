@@ -39,10 +39,12 @@ KICK = "policies/kick_level1.yaml"
 @pytest.fixture(scope="session")
 def nominal_kick_session(tmp_path_factory, assets):
     """``asap-ros sim --record`` of the kick on the nominal robot (``sim_nominal``, shared with
-    ``sim_session_bag``): the gap and delta-check tests' reference session."""
+    ``sim_session_bag``): the gap and delta-check tests' reference session, its motion free of
+    simulator stalls (a stall's catch-up applies commands the recording places elsewhere)."""
     from asap_ros.testing.sim_sessions import record_sim_session
 
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=KICK)
+    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_nominal", profile="nominal", policy=KICK,
+                              steady_motion=True)  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -50,15 +52,13 @@ def weak_knees_kick_session(tmp_path_factory, assets):
     """The same on the robot whose knees give 60% torque (``config/profiles/weak_knees.yaml``)."""
     from asap_ros.testing.sim_sessions import record_sim_session
 
-    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_weak_knees", profile="weak_knees", policy=KICK)
+    return record_sim_session(tmp_path_factory.getbasetemp() / "sim_weak_knees", profile="weak_knees", policy=KICK,
+                              steady_motion=True)  # fmt: skip
 
 
 @pytest.fixture(scope="session")
-def sim_session_bag(tmp_path_factory) -> Path:
+def sim_session_bag(nominal_kick_session) -> Path:
     """A session recorded the way an operator records one: ``asap-ros sim --record`` (kick_level1
     on the simulated G1 in real time, asap_recorder as its own process). Heavy: one real-time
-    run, the same one the export, metrics and gap tests read (``sim_nominal``)."""
-    from asap_ros.testing.sim_sessions import record_sim_session
-
-    work = tmp_path_factory.getbasetemp() / "sim_nominal"
-    return record_sim_session(work, profile="nominal", policy="policies/kick_level1.yaml").bag
+    run, the same one the export, metrics and gap tests read (``nominal_kick_session``)."""
+    return nominal_kick_session.bag

@@ -32,12 +32,11 @@ def torque65(tmp_path_factory, assets):
     data["hold"]["policy"] = None  # PD hold in the band until TRACKING
     config = tmp_path_factory.mktemp("controller") / "pd_hold.yaml"
     config.write_text(yaml.safe_dump(data))
-    # recorded without a simulator stall: the oracle knows the torque scale, not the host's steal
-    # (CI51, a host taking vCPUs away: 7 stalls, 29 late steps, and the oracle lowered the 1 s error
-    # by 0.19 mm against 0.56 mm on a quiet host)
+    # a motion recorded without a simulator stall: the oracle knows the torque scale, not the
+    # host's steal (see docs/delta.md)
     return record_sim_session(tmp_path_factory.getbasetemp() / "sim_torque65", profile="torque65",
                               policy="policies/CR7_level1.yaml", controller_config=config,
-                              without_stalls=True)  # fmt: skip
+                              steady_motion=True)  # fmt: skip
 
 
 def _openloop(tmp_path, name: str, *args: str) -> dict:

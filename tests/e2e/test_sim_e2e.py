@@ -28,6 +28,8 @@ def test_kick_in_real_time_over_dds(tmp_path):
     assert not summary["fell"] and summary["fault"] is None and summary["min_pelvis_height_m"] > 0.6
     tracking = summary["tracking"]
     assert tracking["completed"] and tracking["frames"] > 150
+    first, last = summary["motion_ticks"]  # LowState ticks (ms): one 20 ms control period per actor step
+    assert abs(last - first - 20 * (tracking["actor_steps"] - 1)) <= 20 * 2, (first, last, tracking["actor_steps"])
     for key in ("g_mpjpe_mm", "mpjpe_mm", "vel_mm_per_frame", "acc_mm_per_frame2"):
         assert math.isfinite(tracking[key]) and tracking[key] > 0.0
     timing = summary["timing"]

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from asap_ros.runtime.thread_times import ProcTimes
-from asap_ros.sim.stalls import STALL_AFTER_NS, Stall, StallMeter
+from asap_ros.sim.stalls import STALL_AFTER_NS, Stall, StallMeter, stalls_near
 
 MS = 1_000_000
 
@@ -93,3 +93,29 @@ def test_gaps_up_to_one_control_period_are_not_stalls(gap_ms):
     meter = StallMeter(Times())
     meter.mark(0)
     assert meter.mark(int(gap_ms * MS)) is None
+
+
+def test_a_stall_carries_the_tick_of_the_write_that_ended_it():
+    meter = StallMeter(Times())
+    meter.mark(0, 5000)
+    stall = meter.mark(30 * MS, 5002)
+    assert stall is not None and stall.tick == 5002 and "(at 0.03 s, tick 5002)" in stall.line()
+    assert Stall.from_dict(stall.as_dict()) == stall
+    assert Stall.from_dict({**stall.as_dict(), "tick": None}).tick is None  # a summary written without ticks
+
+
+def _stats(*stalls: tuple[int | None, float], count: int | None = None) -> dict:
+    meter = StallMeter(Times())
+    kept = [Stall(at_s=0.0, gap_ms=gap, on_cpu_ms=0.0, run_queue_ms=0.0, steal_ms=0.0, tick=tick) for tick, gap in stalls]
+    return {**meter.stats(), "count": len(kept) if count is None else count, "first": [s.as_dict() for s in kept]}
+
+
+def test_stalls_near_a_span_of_ticks_count_within_their_own_length():
+    # the motion: ticks 5000..7500; each stall (tick, gap ms) disturbed simulated time within gap of its tick
+    assert stalls_near(_stats((4000, 30.0), (7600, 30.0)), 5000, 7500) == 0  # standing up, after the fall
+    assert stalls_near(_stats((4975, 30.0)), 5000, 7500) == 1  # its catch-up ran into the motion
+    assert stalls_near(_stats((4969, 30.0)), 5000, 7500) == 0
+    assert stalls_near(_stats((7525, 30.0)), 5000, 7500) == 1
+    assert stalls_near(_stats((6000, 21.0), (6500, 25.0)), 5000, 7500) == 2
+    assert stalls_near(_stats((None, 25.0)), 5000, 7500) == 1  # where it fell is unknown
+    assert stalls_near(_stats((4000, 30.0), count=40), 5000, 7500) == 39  # past the kept ones: unknown

@@ -99,3 +99,16 @@ def test_fall_and_lowest_pelvis(clip):
     assert trace.fell() and trace.min_pelvis_height() == pytest.approx(0.2)
     assert trace.missing_poses == 1
     assert trace.qpos().shape == (len(trace) - 1, 7 + 29)
+
+
+def test_the_motion_spans_the_ticks_of_the_tracking_steps_states():
+    pose = BodyPose(np.array([0.0, 0.0, 0.8]), np.array([1.0, 0, 0, 0]), np.zeros(29))
+    trace = RunTrace()
+    trace.add(Mode.PREPARE, None, pose, 1000)
+    assert trace.motion_ticks() is None
+    trace.add(Mode.TRACKING, policy_step(0, 0.1), None)  # a step without a state has no tick
+    for k in range(1, 5):
+        trace.add(Mode.TRACKING, policy_step(k, 0.1 * (k + 1)), pose, 1020 + 20 * k)
+    trace.add(Mode.DAMPING, None, pose, 1200)
+    assert trace.motion_ticks() == (1040, 1100)
+    assert trace.state_ticks == [1000, -1, 1040, 1060, 1080, 1100, 1200]
