@@ -21,6 +21,7 @@ from asap_ros.export.gap import (
     RANK_HORIZON_S,
     STANDS_OUT_MIN_RAD,
     STANDS_OUT_RATIO,
+    TRIM_SHARE,
     EpisodeGap,
     JointDivergence,
     OpenLoopReplayer,
@@ -58,7 +59,8 @@ class BagGap:
 
     def ranking(self) -> list[JointDivergence]:
         """All episodes pooled."""
-        return rank_joints(self.windows, self.joint_names, self.rank_horizon_s)
+        return rank_joints([w for e in self.episodes for w in e.early], self.windows, self.joint_names,
+                           self.rank_horizon_s)  # fmt: skip
 
     def growth(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean absolute divergence (S, 29) against time since the reset (S,), in 20 ms bins."""
@@ -80,11 +82,12 @@ class BagGap:
             "rank_horizon_s": self.rank_horizon_s,
             "skip_start_s": self.skip_start_s,
             "windows": len(self.windows),
+            "rank_resets": sum(len(e.early) for e in self.episodes),
             "mocap_velocity_resets": sum(w.velocity_source == "mocap" for w in self.windows),
             "ranking": table(self.ranking()),
             "episodes": [
                 {"episode": e.name, "outcome": e.outcome, "cut_short": e.cut_short, "windows": len(e.windows),
-                 "ranking": table(rank_joints(e.windows, self.joint_names, self.rank_horizon_s))}  # fmt: skip
+                 "rank_resets": len(e.early), "ranking": table(e.ranking(self.joint_names, self.rank_horizon_s))}  # fmt: skip
                 for e in self.episodes
             ],
             "skipped": list(self.skipped),
@@ -112,11 +115,13 @@ def bag_gap(
             except AsapError as exc:
                 skipped.append(f"episode {marker.index} ({marker.motion}): {exc}")
         name = str(bag.path)
-    total = sum(len(episode_windows(replayed_ticks(a.time_ns, skip_start_s), window_s)) for a in aligned)
+    total = sum(len(episode_windows(ticks, window_s)) + len(episode_windows(ticks, rank_horizon_s))
+                for ticks in (replayed_ticks(a.time_ns, skip_start_s) for a in aligned))  # fmt: skip
     results = []
     with Progress(total, f"gap {Path(name).name}", "windows", enabled=progress) as bar:
         for a in aligned:
-            results.append(replayer.replay_episode(a, window_s, skip_start_s, on_window=bar.advance))
+            results.append(replayer.replay_episode(a, window_s, skip_start_s, on_window=bar.advance,
+                                                   rank_horizon_s=rank_horizon_s))  # fmt: skip
     if not results:
         raise AsapError(f"{name}: no episode could be replayed: {'; '.join(skipped) or 'the bag holds none'}")
     return BagGap(name, replayer.description, window_s, rank_horizon_s, skip_start_s, replayer.robot.joint_names,
@@ -129,7 +134,7 @@ def bag_gap(
 def ranking_table(rows: list[JointDivergence], horizon_s: float, limit: int | None = None) -> str:
     """Markdown table of a ranking."""
     lines = [
-        f"| rank | joint | RMS divergence, first {horizon_s:g} s (mrad) | × median joint | stands out "
+        f"| rank | joint | trimmed RMS divergence, first {horizon_s:g} s (mrad) | × median joint | stands out "
         "| RMS divergence, whole window (mrad) | end-of-window error (mrad) |",
         "|---:|---|---:|---:|:---:|---:|---:|",
     ]
@@ -185,7 +190,7 @@ def _plots(gap: BagGap, out: Path) -> list[str]:
     files.append("error_growth.png")
 
     for episode in gap.episodes:
-        top = rank_joints(episode.windows, gap.joint_names, gap.rank_horizon_s)[:TOP_JOINTS]
+        top = episode.ranking(gap.joint_names, gap.rank_horizon_s)[:TOP_JOINTS]
         fig, axes = plt.subplots(len(top), 1, figsize=(9, 2.2 * len(top)), sharex=True)
         origin = episode.windows[0].start_ns
         for ax, r in zip(np.atleast_1d(axes), top):
@@ -229,9 +234,12 @@ def write_gap_report(gap: BagGap, out_dir: str | Path) -> Path:
         f"{seconds:.1f} s replayed" + (f" (the first {gap.skip_start_s:g} s of each episode left out)."
                                        if gap.skip_start_s else "."),
         "",
-        f"Joints are ranked by their divergence within the first {gap.rank_horizon_s:g} s after each reset: an "
-        "open-loop humanoid drifts out of balance, and later in a window every joint diverges with the whole "
-        "body (the last two columns, and the growth plot, show that part).",
+        f"Joints are ranked by their divergence within the first {gap.rank_horizon_s:g} s after a reset, from "
+        f"{sum(len(e.early) for e in gap.episodes)} resets {gap.rank_horizon_s:g} s apart (every part of the "
+        f"episode, each replayed that long), each joint's worst {TRIM_SHARE:.0%} of them left out (a foot landing "
+        "or pushing off makes one or two resets diverge whatever the model): an open-loop humanoid drifts out of "
+        "balance, and later in a window every joint diverges with the whole body (the last two columns, and the "
+        "growth plot, show that part).",
         "",
         "## Joints ranked by divergence (all episodes)",
         "",
@@ -251,7 +259,7 @@ def write_gap_report(gap: BagGap, out_dir: str | Path) -> Path:
             "",
             f"### {episode.name}{flag}",
             "",
-            ranking_table(rank_joints(episode.windows, gap.joint_names, gap.rank_horizon_s), gap.rank_horizon_s,
+            ranking_table(episode.ranking(gap.joint_names, gap.rank_horizon_s), gap.rank_horizon_s,
                           limit=5),  # fmt: skip
             "",
             f"![{episode.name}]({episode.name}.png)",
