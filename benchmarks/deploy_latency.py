@@ -46,7 +46,7 @@ from record_session import (  # the sibling benchmark (benchmarks/ is the script
 )
 
 from asap_ros.bench.floor_probe import FloorProbe, beside_the_floor, with_a_step
-from asap_ros.runtime.dds import process_domain
+from asap_ros.runtime.domains import process_domain
 from asap_ros.testing.ros_system import TEST_DEPLOY_PARAMS, System, node_process, simulator_line
 
 

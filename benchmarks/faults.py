@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from asap_ros.runtime.dds import process_domain
+from asap_ros.runtime.domains import process_domain
 from asap_ros.sim.process import stop_gracefully
 from asap_ros.testing.ros_system import ROOT, RogueWriter, System, max_writers_in_window, simulator_line
 

@@ -36,7 +36,7 @@ import numpy as np
 from asap_ros.bench.floor_probe import FloorProbe, Lateness, beside_the_floor, with_a_step
 from asap_ros.bench.rate_ratio import compared_text
 from asap_ros.recording import topics as T
-from asap_ros.runtime.dds import process_domain
+from asap_ros.runtime.domains import process_domain
 from asap_ros.testing.ros_system import TEST_DEPLOY_PARAMS, System, node_process, simulator_line
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

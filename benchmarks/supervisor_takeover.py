@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from asap_ros.runtime.dds import process_domain
+from asap_ros.runtime.domains import process_domain
 from asap_ros.testing.ros_system import System, distribution_ms, simulator_line, track_or_recover
 
 TARGET_MS = 50.0

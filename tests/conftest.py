@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from asap_ros.config.assets import asset_root
+from asap_ros.runtime.domains import process_domain
 
 
 @pytest.fixture(scope="session")
@@ -18,13 +19,13 @@ def assets() -> Path:
 
 @pytest.fixture(scope="session")
 def dds_domain() -> int:
-    """This test process's own DDS domain id (1..90, :func:`asap_ros.runtime.dds.process_domain`),
+    """This test process's own DDS domain id (1..90, :func:`asap_ros.runtime.domains.process_domain`),
     so concurrent runs never cross-talk.
 
     unitree_sdk2py's channel factory is process-global: one domain per process. Tests that
     need a second domain start a subprocess. Only end-to-end tests (``tests/e2e/``) may use it.
     """
-    return 1 + os.getpid() % 90  # process_domain() without importing DDS into every test
+    return process_domain()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -193,7 +193,7 @@ class RealTimeRun:
         return self
 
     def _start(self) -> None:
-        from asap_ros.runtime import dds
+        from asap_ros.runtime.domains import process_domain
         from asap_ros.runtime.fault_injection import FaultInjection
         from asap_ros.runtime.mocap import root_dds_topic
         from asap_ros.runtime.wiring import DdsControl
@@ -201,7 +201,7 @@ class RealTimeRun:
         from asap_ros.sim.control import SimControlClient
 
         args, recording = self.args, self.args.record is not None
-        domain = dds.process_domain()
+        domain = process_domain()
         self.processes.append(_start_simulator(args, domain, self.out_dir, recording, self.rt_priority))
         if recording:
             self.processes.append(_start_recorder(args.record, domain, self.out_dir))

@@ -13,7 +13,6 @@ ordinary samples of the topic's type.
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 import time
 import weakref
@@ -31,9 +30,6 @@ from asap_ros.core.errors import AsapError
 from asap_ros.runtime.scheduling import fifo_permitted, run_realtime
 
 DEFAULT_INTERFACE = "lo"
-DOMAINS = 90
-"""Domain ids :func:`process_domain` picks from (1..90); 91..100 are left for tests that need a
-domain apart from every process's own."""
 RECEIVE_THREADS = ("recv", "recvUC", "recvMC", "dq.user", "dq.builtins", "tev")
 """Cyclone DDS's threads that receive and deliver samples (and send the acknowledgements of
 reliable ones): with a ``receive_priority`` they run SCHED_FIFO, so a sample reaches its reader
@@ -44,13 +40,6 @@ CLOSE_WAIT_S = 5.0
 _lock = threading.Lock()
 _initialised: tuple[int, str] | None = None
 _participant: DomainParticipant | None = None
-
-
-def process_domain() -> int:
-    """A DDS domain id (1..90) derived from this process id, for isolated runs and tests. Below 101,
-    as ROS 2 advises on Linux: a domain's ports (7400 + 250 x id, 250 of them) then stay under the
-    kernel's ephemeral ports (32768 and up), which any process's UDP socket may hold."""
-    return 1 + os.getpid() % DOMAINS
 
 
 def cyclone_config(interface: str, receive_priority: int = 0) -> str:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from asap_ros.config.paths import config_file
-from asap_ros.runtime.dds import DOMAINS
+from asap_ros.runtime.domains import domain_beside
 from asap_ros.sim.process import dying_with_this_process
 
 SIMULATED_G1 = Path(__file__).with_name("simulated_g1.py")
@@ -42,7 +42,7 @@ def tolerant_controller_config(tmp_path_factory) -> str:
 def robot_domain(dds_domain) -> int:
     """The simulated G1's domain: derived from this test process's, never equal to it (this process
     may hold DDS endpoints of other tests on its own domain)."""
-    return 1 + (dds_domain + 22) % DOMAINS
+    return domain_beside(dds_domain, 23)
 
 
 class SimulatedG1:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from asap_ros.runtime.dds import DOMAINS
+from asap_ros.runtime.domains import domain_beside, process_domain
 from asap_ros.testing.ros_system import ROOT
 from asap_ros.testing.ros_system import process_alive as alive
 
@@ -64,7 +64,7 @@ def kill_leftovers(parent: subprocess.Popen, children: list[int]) -> None:
 
 
 def test_killing_the_harness_kills_the_simulator_and_both_nodes(tmp_path):
-    domain = 1 + (os.getpid() + 45) % DOMAINS  # not this test process's own domain: the harness is another process
+    domain = domain_beside(process_domain(), 46)  # not this test process's own domain: the harness is another process
     children: dict[str, int] = {}
     harness = subprocess.Popen([sys.executable, "-c", HARNESS, str(domain), str(tmp_path)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=(tmp_path / "harness.log").open("w"), text=True)

@@ -14,7 +14,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 from test_recording_session import recorder_command
 
-from asap_ros.runtime.dds import DOMAINS
+from asap_ros.runtime.domains import domain_beside
 
 
 def wait_for_recorder_error(domain: int, timeout_s: float) -> tuple[str, dict[str, str]]:
@@ -78,7 +78,7 @@ def test_recorder_domain_asks_the_kernel_for_the_configured_receive_buffer(dds_d
 def test_free_space_floor_stops_recording_with_a_fault_on_diagnostics(tmp_path, dds_domain):
     # A domain of the test's own, as for the recording session: /diagnostics from a process on
     # this process's shared domain sometimes never reached the listener after other modules ran.
-    dds_domain = 1 + (dds_domain + 65) % DOMAINS
+    dds_domain = domain_beside(dds_domain, 66)
     env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}
     recorder = subprocess.Popen(
         recorder_command(dds_domain, tmp_path, "bag", "min_free_mb:=1000000000.0", "flush_period_s:=0.2"),

@@ -27,7 +27,7 @@ from rosbags.rosbag2 import Reader
 
 from asap_ros.recording import topics as T
 from asap_ros.recording.typestore import recording_typestore
-from asap_ros.runtime.dds import DOMAINS
+from asap_ros.runtime.domains import domain_beside
 from asap_ros.sim.process import dying_with_this_process
 from asap_ros.testing import session_publisher as stand_in
 
@@ -59,7 +59,7 @@ def session(tmp_path_factory, dds_domain) -> RecordedSession:
     # A domain of the session's own (recorder and publisher are both processes). The recorder's Fast
     # DDS runs over UDP only, as every node's does (asap_ros.ros.fastdds): stale shared-memory
     # segments that killed nodes leave in /dev/shm can keep samples from a matched reader.
-    dds_domain = 1 + (dds_domain + 75) % DOMAINS
+    dds_domain = domain_beside(dds_domain, 76)
     work = tmp_path_factory.mktemp("session")
     env = {**os.environ, "ROS_DOMAIN_ID": str(dds_domain)}
     log = work / "recorder.log"

@@ -32,7 +32,8 @@ from asap_ros.g1.codec import LowCmdEncoder, decode_lowstate_cdr, state_from_rec
 from asap_ros.g1.crc import record_crc
 from asap_ros.g1.layout import LOWCMD_WIRE, LOWSTATE_WIRE
 from asap_ros.g1.sdk import SdkLowCmdEncoder, decode_lowstate, lowcmd_record, lowstate_crc_ok
-from asap_ros.runtime.dds import DOMAINS, PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
+from asap_ros.runtime.dds import PolledReader, RawReader, RawWriter, close_entity, init_channels, participant
+from asap_ros.runtime.domains import DOMAINS
 from asap_ros.sim.config import load_sim_config
 from asap_ros.sim.control import CONTROL_QOS, SimControlClient
 from asap_ros.sim.dds_types import (
