@@ -7,7 +7,7 @@ import ctypes.util
 import os
 from collections.abc import Callable
 
-__all__ = ["ProcTimes", "Times"]
+__all__ = ["ProcTimes", "Times", "machine_steal_ns"]
 
 Times = Callable[[], tuple[int, int, int]]
 """``(on_cpu_ns, run_queue_ns, steal_ns)``: the calling thread's time on a CPU and runnable but
@@ -66,3 +66,12 @@ class ProcTimes:
             if fd is not None:
                 os.close(fd)
         self._thread_fd = self._stat_fd = None
+
+
+def machine_steal_ns() -> int:
+    """The whole machine's steal so far, ns: vCPU time the hypervisor took, all vCPUs, counted in
+    the kernel's ticks (``/proc/stat``; 10 ms at 100 Hz). Not for a real-time thread (``open``
+    releases the GIL): :class:`ProcTimes` is."""
+    with open("/proc/stat", "rb") as stat:
+        steal_ticks = int(stat.readline().split()[8])  # "cpu user nice system idle iowait irq softirq steal"
+    return steal_ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
