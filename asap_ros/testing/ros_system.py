@@ -518,12 +518,11 @@ class System:
         assert self.ros.wait_mode("HOLD", 30.0), self.ros.latched
 
     def _reached(self, mode: str, stolen_ns: int, retries: int) -> bool:
-        """Whether the deploy node reached ``mode`` (30 s at most); ``False`` when it went to DAMPING
-        on a timing fault while the host stole time since ``stolen_ns`` (machine steal, ns) and
-        ``retries`` remain: the caller starts over. Otherwise AssertionError with the latched
+        """Whether the deploy node reached ``mode`` (30 s at most); ``False`` when it did not, its
+        latched fault is a timing fault, the host stole time since ``stolen_ns`` (machine steal, ns)
+        and ``retries`` remain: the caller starts over. Otherwise AssertionError with the latched
         topics and the end of the deploy node's log."""
-        self.ros.spin_until(lambda: self.ros.latched.get("/asap_deploy/mode") in (mode, "DAMPING"), 30.0)
-        if self.ros.latched.get("/asap_deploy/mode") == mode:
+        if self.ros.wait_mode(mode, 30.0):
             return True
         fault, stolen_ms = self.ros.latched.get("/asap_deploy/fault", ""), (machine_steal_ns() - stolen_ns) / 1e6
         if retries > 0 and host_steal_explains(fault, stolen_ms):

@@ -9,18 +9,27 @@ import math
 import subprocess
 import sys
 
+from asap_ros.runtime.thread_times import machine_steal_ns
 from asap_ros.sim.session import COMPLETED
 from asap_ros.sim.summary import load_summary
+from asap_ros.testing.ros_system import HOST_STEAL_RETRIES, host_steal_explains
 
 
 def test_kick_in_real_time_over_dds(tmp_path):
-    """The main job with the shipped safety limits (50 ms state age, 5 late steps of 5 ms)."""
-    out = tmp_path / "run"
-    command = [
-        sys.executable, "-m", "asap_ros.cli", "sim", "--policy", "policies/kick_level1.yaml",
-        "--stand-up-s", "1", "--out", str(out),
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    """The main job with the shipped safety limits (50 ms state age, 5 late steps of 5 ms); run
+    again only after a timing fault while the host took CPU time (``HOST_STEAL_RETRIES``)."""
+    for attempt in range(HOST_STEAL_RETRIES + 1):
+        out, stolen_ns = tmp_path / f"run{attempt}", machine_steal_ns()
+        command = [
+            sys.executable, "-m", "asap_ros.cli", "sim", "--policy", "policies/kick_level1.yaml",
+            "--stand-up-s", "1", "--out", str(out),
+        ]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+        fault = load_summary(out / "summary.json")["fault"] if (out / "summary.json").is_file() else None
+        stolen_ms = (machine_steal_ns() - stolen_ns) / 1e6
+        if result.returncode == 0 or not fault or not host_steal_explains(fault, stolen_ms):
+            break
+        print(f"run {attempt}: {fault} while the host stole {stolen_ms:.0f} ms of CPU time")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "step latency" in result.stdout and "E_mpjpe" in result.stdout
     summary = load_summary(out / "summary.json")
