@@ -20,6 +20,11 @@ _libc.pread.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c
 _libc.pread.restype = ctypes.c_ssize_t
 
 
+def _steal_ticks(stat: bytes) -> int:
+    """The machine's steal in kernel ticks, from the start of ``/proc/stat``."""
+    return int(stat.split(b"\n", 1)[0].split()[8])  # "cpu user nice system idle iowait irq softirq steal"
+
+
 def _pread(fd: int, buffer: ctypes.Array[ctypes.c_char]) -> bytes:
     """The start of the file ``fd`` (a /proc file: formatted in memory, never blocks), GIL held."""
     count = _libc.pread(fd, buffer, len(buffer), 0)
@@ -54,8 +59,7 @@ class ProcTimes:
             on_cpu, run_queue = _pread(self._thread_fd, self._buffer).split()[:2]
             if self._stat_fd is None:
                 return int(on_cpu), int(run_queue), 0
-            steal_ticks = _pread(self._stat_fd, self._buffer).split(b"\n", 1)[0].split()[8]  # "cpu user nice ... steal"
-            return int(on_cpu), int(run_queue), int(int(steal_ticks) * self._ns_per_tick)
+            return int(on_cpu), int(run_queue), int(_steal_ticks(_pread(self._stat_fd, self._buffer)) * self._ns_per_tick)
         except (OSError, ValueError, IndexError) as exc:
             self.note = f"thread time attribution unavailable: {exc}"
             self.close()
@@ -73,5 +77,4 @@ def machine_steal_ns() -> int:
     the kernel's ticks (``/proc/stat``; 10 ms at 100 Hz). Not for a real-time thread (``open``
     releases the GIL): :class:`ProcTimes` is."""
     with open("/proc/stat", "rb") as stat:
-        steal_ticks = int(stat.readline().split()[8])  # "cpu user nice system idle iowait irq softirq steal"
-    return steal_ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+        return _steal_ticks(stat.readline()) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")

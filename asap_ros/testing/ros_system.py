@@ -42,12 +42,6 @@ absorbs that, and reaching HOLD or TRACKING is a test's precondition, not what i
 fault with no steal fails at once, as does any other fault."""
 TYPE_LOOKUP_NOISE = re.compile(r"ddsi_xt_type_|TYPELOOKUP_SERVICE")
 """Cyclone's and Fast DDS's type-lookup lines in the nodes' logs (the unitree IDL beside ROS types)."""
-def host_steal_explains(fault: str, stolen_ms: float) -> bool:
-    """Whether a deploy node's ``fault`` is one the host's steal explains: one of
-    :data:`TIMING_FAULTS` while the hypervisor took ``stolen_ms`` > 0 of this machine's CPU time."""
-    return stolen_ms > 0 and any(kind in fault for kind in TIMING_FAULTS)
-
-
 BAND_SETTLE_S = 2.0
 """Wait after attaching the band to a damped (perhaps fallen) robot, before Reset and Stand; and
 after releasing it, before anything starts (as ``asap-ros sim`` settles before a motion): a
@@ -66,6 +60,12 @@ TEST_SUPERVISOR_PARAMS = {"realtime_priority": 85, "receive_priority": 79}
 """The watchdog above the deploy node's control thread and the readers of its beats and commands
 just below it, as robot.launch.py runs them; the shipped 150 ms lease, 200 ms takeover and 60 ms
 e-stop obey window."""
+
+
+def host_steal_explains(fault: str, stolen_ms: float) -> bool:
+    """Whether a deploy node's ``fault`` is one the host's steal explains: one of
+    :data:`TIMING_FAULTS` while the hypervisor took ``stolen_ms`` > 0 of this machine's CPU time."""
+    return stolen_ms > 0 and any(kind in fault for kind in TIMING_FAULTS)
 
 
 def stiff_controller_config(folder: Path) -> Path:
