@@ -73,6 +73,10 @@ DEPLOY_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("policies", "str_list", "policy spec files; a relative name is looked up in the package policies/"),
     ParamSpec("default_motion", "str", "motion started by ~/start (one of the loaded policies)", runtime=True),
     ParamSpec("supervised", "bool", "write rt/lowcmd only under asap_supervisor's lease (the robot: true)"),
+    ParamSpec("lease_ms", "float", "the longest lease a supervisor's grant gives (its lease_ms; a longer one is cut)",
+              low=50.0, high=1000.0),
+    ParamSpec("command_timeout_ms", "float", "the robot's command timeout: a longer gap latches DAMPING",
+              low=10.0, high=1000.0),
     ParamSpec("control_rate_hz", "float", "control loop rate", low=10.0, high=500.0),
     ParamSpec("state_wait_ms", "float", "longest wait for a LowState after the deadline", low=0.0, high=20.0),
     ParamSpec("late_after_ms", "float", "a step finishing this long after its deadline is late", low=0.5, high=50.0),
@@ -101,7 +105,9 @@ SUPERVISOR_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("realtime_priority", "int", "SCHED_FIFO priority of the watchdog thread (0 = normal)", low=0, high=99),
     ParamSpec("receive_priority", "int", "SCHED_FIFO priority of the DDS receive threads and the beat, grant and "
               "rt/lowcmd readers (0 = as the node's other threads)", low=0, high=99),
-    ParamSpec("damping_rate_hz", "float", "rate of the supervisor's own damping stream", low=10.0, high=1000.0),
+    # below 25 Hz a write period is past the 40 ms of two control periods its takeover and
+    # hand-over timing (Tick.write_until_ns, TAKEOVER_SILENCE_NS) count on: it would never write
+    ParamSpec("damping_rate_hz", "float", "rate of the supervisor's own damping stream", low=25.0, high=1000.0),
     ParamSpec("estop_combo", "str", "wireless-remote buttons that e-stop, e.g. L2+B"),
     ParamSpec("terminal_estop", "bool", "ENTER on an interactive stdin e-stops"),
 )

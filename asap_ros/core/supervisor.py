@@ -15,10 +15,21 @@ Rules:
   heard within a lease; while the deploy node obeys none (or does not beat), when another
   supervisor grants while it listens or resyncs after a stall of its own, or when one with a
   lower session id grants. A SECONDARY takes authority once no other supervisor was heard for
-  ``takeover_after_ns``.
+  ``takeover_after_ns``, and only on fresh input: a beat within :data:`FRESH_BEAT_NS` that shows
+  the deploy node has left the old supervisor (it obeys none or this one, or streams damping on
+  its own), or the deploy process gone or silent as long; the robot heard within :data:`FRESH_ROBOT_NS`; and no
+  rt/lowcmd from a participant other than the deploy node's for ``takeover_after_ns``. It
+  decides no takeover in the step it takes authority, and counts the deploy node's lease and
+  silence from that step.
+- **Every e-stop is latched**, whatever the authority: a LISTENING or SECONDARY supervisor
+  latches its own, the topic's, the combo's and the deploy node's ESTOP_HELD beats, republishes
+  its own on the ``estop`` topic, and holds them all when it takes authority.
 - **Liveness of the one deploy process granted**: rt/lowcmd counts only from the participant
-  its beats come from; its process is watched for exit by the pid its beats carry. A second
-  deploy session gets no grant while the first beats.
+  its beats come from, and beats only from the participant of the first, while it beats; its
+  process is watched for exit by the pid its beats carry. A second deploy session gets no grant
+  while the first beats.
+- **Act only on what it hears**: no "deploy silent" takeover without the robot heard within
+  :data:`FRESH_ROBOT_NS` (a supervisor whose receive path is held up decides nothing).
 - **Takeover** (stream damping) when that process exits, when it has written and then neither
   writes nor says it writes nothing by design for ``takeover_after_ns``, when it sends no damping
   within ``estop_obey_ns`` of an e-stop, and when it writes kp > 0 while an e-stop is held.
@@ -26,10 +37,13 @@ Rules:
   newest beat (it grants nothing new), so other supervisors hear this one while no beat comes.
 - **Writes** only in TAKEOVER, each after a TAKEOVER grant, and only once the deploy node cannot
   write: it said it yielded, its process is gone, or its lease ran out while TAKEOVER grants went
-  out; and :data:`HANDOVER_GAP_NS` after its last command. The write follows the step that
+  out (and then no sooner than :data:`~asap_ros.core.lease.TAKEOVER_SILENCE_NS` after the
+  takeover, so that a deploy node streaming damping on its own hears the TAKEOVER first); and
+  :data:`HANDOVER_GAP_NS` after its last command. The write follows the step that
   decided it within one ``write_period_ns`` (:meth:`Tick.allows_write`): a write later than that
   is dropped, as the deploy node drops a step's command that outlived its lease. After a stall of
-  its own (no step for ``stall_ns``) the supervisor writes nothing for ``resync_ns``: it hears the
+  its own (no step for ``stall_ns``) the supervisor writes nothing, and sends no TAKEOVER grant,
+  for ``resync_ns``: it hears the
   bus first.
 - **A held e-stop**: latched until :meth:`reset`, which is refused while the remote's combo is
   held; ESTOP grants meanwhile, so the deploy node refuses Reset, Stand and Start. An e-stop the
@@ -45,13 +59,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from asap_ros.core.lease import HANDOVER_GAP_NS, Beat, BeatFlag, Grant, Supervision
+from asap_ros.core.lease import HANDOVER_GAP_NS, TAKEOVER_SILENCE_NS, Beat, BeatFlag, Grant, Supervision
 from asap_ros.core.state_machine import Mode
 
 __all__ = [
     "ARMED",
     "NOT_UNDER_GRANT",
     "NO_DEPLOY",
+    "NO_ROBOT",
     "Authority",
     "DeployView",
     "SupervisorCore",
@@ -60,6 +75,10 @@ __all__ = [
     "timing_problem",
 ]
 
+FRESH_BEAT_NS = 40_000_000
+"""A beat younger than this (two control periods) is fresh input for taking authority."""
+FRESH_ROBOT_NS = 20_000_000
+"""A robot state younger than this (ten 2 ms LowStates) says the receive path works."""
 RELEASE_MODES = frozenset({Mode.PASSIVE, Mode.DAMPING})
 """Modes in which the deploy node may get rt/lowcmd back: it applies no stiffness of its own."""
 ARMED = "armed (asap_deploy under its grant)"
@@ -67,6 +86,8 @@ ARMED = "armed (asap_deploy under its grant)"
 NOT_UNDER_GRANT = "not armed (asap_deploy heard, not yet under its grant)"
 """... when a deploy node is heard but its verdict came from no grant of this supervisor yet."""
 NO_DEPLOY = "not armed (no asap_deploy heard)"
+NO_ROBOT = "not armed (no CRC-valid rt/lowstate heard within 20 ms)"
+"""... when it does not hear the robot: it could not write damping, nor judge a takeover."""
 """... when no live deploy node is heard."""
 
 
@@ -126,6 +147,9 @@ class DeployView:
     """Newest sign of life: a LowCmd from it, or a beat saying it writes nothing by design."""
     wrote: bool = False
     exited: str | None = None
+    exited_ns: int = 0
+    """When its exit was seen: it wrote nothing after that (its last commands may not all have
+    been heard)."""
     kp_while_estop: bool = False
     """It wrote kp > 0 after the e-stop obey window."""
     damping_since_estop: bool = False
@@ -173,6 +197,13 @@ class SupervisorCore:
     """Participants other than the deploy node's that wrote rt/lowcmd (a rogue or stray writer)."""
     events: list[str] = field(default_factory=list)
     """What happened since the node last drained it (log lines)."""
+    forged_beats: int = 0
+    """Beats in the supervised deploy session's name from another participant, ignored."""
+    _robot_ns: int = 0
+    """When the newest robot state was read (0: none yet)."""
+    _promoted_ns: int = 0
+    _foreign_ns: int = 0
+    """When rt/lowcmd was last heard from a participant other than the deploy node's."""
     _others: dict[int, tuple[int, Supervision]] = field(default_factory=dict)
     """Other supervisors' sessions -> when their newest grant was heard, and its state."""
     _last_step_ns: int = 0
@@ -190,8 +221,13 @@ class SupervisorCore:
         """A deploy beat; the grant to answer it with now (None: no answer)."""
         self._notice_stall(now_ns)
         deploy = self.deploy
+        beating = deploy is not None and deploy.exited is None and \
+            now_ns - deploy.beat_ns < self.timing.lease_ns + self.timing.handover_gap_ns
+        if deploy is not None and beat.session == deploy.session and participant != deploy.participant and beating:
+            self.forged_beats += 1
+            return None  # its session from another participant while it beats: forged
         if deploy is None or beat.session != deploy.session:
-            if deploy is not None and deploy.exited is None and now_ns - deploy.beat_ns < self.timing.lease_ns + self.timing.handover_gap_ns:
+            if beating:
                 return None  # a second deploy process while the first still beats: never two leases
             deploy = self.deploy = DeployView(beat.session, participant, beat.pid, beat.host, beat, now_ns)
             self._yield_seen = False  # the previous process's word says nothing of this one
@@ -207,7 +243,7 @@ class SupervisorCore:
                 self._yield_seen = False
             elif beat.flags & BeatFlag.YIELDED and beat.supervisor == self.session:
                 self._yield_seen = True
-        if not deploy.granted and self.authority is not Authority.SECONDARY:
+        if not deploy.granted or self.authority in (Authority.SECONDARY, Authority.LISTENING):
             self._adopt(beat)
         return self._answer(beat, now_ns)
 
@@ -215,6 +251,7 @@ class SupervisorCore:
         """An rt/lowcmd sample of another participant (``damping``: kp 0 on every motor)."""
         deploy = self.deploy
         if deploy is None or participant != deploy.participant:
+            self._foreign_ns = now_ns
             if participant not in self.foreign_writers:
                 self.foreign_writers.add(participant)
                 self._event(f"rt/lowcmd written by a participant other than asap_deploy's ({participant.hex()[:16]})")
@@ -236,21 +273,22 @@ class SupervisorCore:
         """The process ``pid`` (announced in the deploy node's beats) exited."""
         deploy = self.deploy
         if deploy is not None and deploy.pid == pid and deploy.exited is None:
-            deploy.exited = f"deploy process {pid} exited"
+            deploy.exited, deploy.exited_ns = f"deploy process {pid} exited", now_ns
 
     def estop(self, source: str, now_ns: int) -> bool:
-        """An e-stop from ``source``: held until :meth:`reset`. False for a SECONDARY, which only
-        forwards it (to the deploy node and the supervisor with authority)."""
-        if self.authority is Authority.SECONDARY:
-            return False
+        """An e-stop from ``source``: held until :meth:`reset`, whatever the authority. False when
+        this supervisor has no authority (LISTENING, SECONDARY): the node also republishes it on
+        the ``estop`` topic for the one that has."""
         self.estop_reason = f"e-stop from {source}"
         self.estop_since_ns = now_ns
         if self.deploy is not None:
             self.deploy.damping_since_estop = self.deploy.kp_while_estop = False
-        return True
+        return self.has_authority
 
     def remote(self, held: bool, source: str, now_ns: int) -> bool:
-        """The remote's combo, from each robot state read; True when it was just pressed (an e-stop)."""
+        """The remote's combo, from each robot state read (CRC valid); True when it was just
+        pressed (an e-stop)."""
+        self._robot_ns = now_ns
         pressed = held and not self.combo_held
         self.combo_held = held
         if pressed:
@@ -312,7 +350,7 @@ class SupervisorCore:
         self._last_step_ns = now_ns
         resyncing = now_ns < self._resync_until_ns
         self._settle_authority(now_ns)
-        if self.authority is Authority.WATCHING and not resyncing:
+        if self.authority is Authority.WATCHING and not resyncing and now_ns != self._promoted_ns:
             reason = self._takeover_reason(now_ns)
             if reason is not None:
                 self.take_over(reason, now_ns)
@@ -321,8 +359,8 @@ class SupervisorCore:
         next_ns = now_ns + timing.write_period_ns
         if self.authority is Authority.WATCHING:  # heard by other supervisors even while no beat comes
             return Tick(self._grant(*self._watching()), False, next_ns)
-        if self.authority is not Authority.TAKEOVER:
-            return Tick(None, False, next_ns)
+        if self.authority is not Authority.TAKEOVER or resyncing:
+            return Tick(None, False, next_ns)  # a TAKEOVER grant after its own stall waits: another may stream now
         grant = self._grant(Supervision.TAKEOVER, self.reason)
         return Tick(grant, not resyncing and self._may_write(now_ns), next_ns, now_ns + timing.write_period_ns)
 
@@ -345,19 +383,27 @@ class SupervisorCore:
         self._event(f"taking over rt/lowcmd with damping: {reason}")
 
     # --- outputs -----------------------------------------------------------------------------
-    def describe(self) -> str:
-        """The latched state line: ``AUTHORITY: detail``."""
+    @property
+    def has_authority(self) -> bool:
+        """Whether it grants (or streams damping): an e-stop it latches is held at the deploy node."""
+        return self.authority not in (Authority.SECONDARY, Authority.LISTENING)
+
+    def describe(self, now_ns: int | None = None) -> str:
+        """The latched state line: ``AUTHORITY: detail`` (at ``now_ns``: whether it hears the robot)."""
         if self.authority is Authority.TAKEOVER:
             return f"TAKEOVER: {self.reason}"
         if self.authority is Authority.SECONDARY:
             return f"SECONDARY: {self.reason}"
         held = f"; {self.estop_reason} held" if self.estop_reason else ""
-        return f"{self.authority.name}: {self._armed()}{held}"
+        return f"{self.authority.name}: {self._armed(now_ns)}{held}"
 
-    def _armed(self) -> str:
-        """Armed: the deploy node's newest beat obeys this supervisor's grant (its step's verdict
-        came from that grant, not from its own damping), so a takeover or an e-stop granted now is
-        obeyed. A deploy node heard but bound to no grant of this supervisor yet is not armed."""
+    def _armed(self, now_ns: int | None) -> str:
+        """Armed: it hears the robot (a CRC-valid state within :data:`FRESH_ROBOT_NS`) and the
+        deploy node's newest beat obeys this supervisor's grant (its step's verdict came from that
+        grant, not from its own damping), so a takeover or an e-stop granted now is obeyed. A
+        deploy node heard but bound to no grant of this supervisor yet is not armed."""
+        if now_ns is not None and (not self._robot_ns or now_ns - self._robot_ns >= FRESH_ROBOT_NS):
+            return NO_ROBOT
         deploy = self.deploy
         if deploy is None or deploy.exited is not None:
             return NO_DEPLOY
@@ -380,6 +426,8 @@ class SupervisorCore:
 
     def _answer(self, beat: Beat, now_ns: int) -> Grant | None:
         if self.authority is Authority.TAKEOVER or self.authority is Authority.RELEASING:
+            if now_ns < self._resync_until_ns:
+                return None
             return self._grant(Supervision.TAKEOVER, self.reason or "handing back")
         if self.authority is not Authority.WATCHING:
             return None  # (after a stall of its own it answers too: a grant naming a stale beat grants nothing)
@@ -410,16 +458,18 @@ class SupervisorCore:
         deploy = self.deploy
         obeyed = deploy.beat.supervisor if deploy is not None and now_ns - deploy.beat_ns < self.timing.lease_ns else 0
         if self.authority is Authority.SECONDARY:
-            if not any(now_ns - heard < self.timing.takeover_after_ns for heard, _ in self._others.values()):
-                self.authority, self.reason = Authority.WATCHING, ""
-                self._event("no other supervisor heard: taking authority")
+            if obeyed == self.session:  # demoted in the instant the deploy node bound to it
+                self._promote(now_ns, "asap_deploy obeys this supervisor")
+            elif not any(now_ns - heard < self.timing.takeover_after_ns for heard, _ in self._others.values()) \
+                    and self._fresh_for_authority(now_ns):
+                self._promote(now_ns, "no other supervisor heard")
             return
         if obeyed and obeyed != self.session and obeyed in others:
             self._demote(f"asap_deploy obeys supervisor {obeyed:x}")
             return
         if obeyed or not others:
             if self.authority is Authority.LISTENING and now_ns - self.started_ns >= self.timing.listen:
-                self.authority = Authority.WATCHING
+                self.authority, self._promoted_ns = Authority.WATCHING, now_ns  # it decides from the next step
                 self._event("listened: granting")
             return
         streaming = sorted(s for s, state in others.items() if state is Supervision.TAKEOVER)
@@ -429,6 +479,30 @@ class SupervisorCore:
             self._demote(f"supervisor {streaming[0]:x} streams damping")
         elif not streaming and self.authority is not Authority.TAKEOVER and min(others) < self.session:
             self._demote(f"supervisor {min(others):x} grants too (the lower session keeps authority)")
+
+    def _fresh_for_authority(self, now_ns: int) -> bool:
+        """Whether what it hears now lets a SECONDARY take authority: the robot, and a fresh beat
+        showing the deploy node has left the old supervisor (or that process gone, or none heard)."""
+        if self._robot_ns and now_ns - self._robot_ns >= FRESH_ROBOT_NS:
+            return False
+        if self._foreign_ns and now_ns - self._foreign_ns < self.timing.takeover_after_ns:
+            return False  # another writer streams: the old supervisor, heard on rt/lowcmd
+        deploy = self.deploy
+        if deploy is None or deploy.exited is not None or now_ns - deploy.beat_ns >= self.timing.takeover_after_ns:
+            return True  # no deploy process, or one gone or hung too: nobody holds a lease to clash with
+        beat = deploy.beat
+        left = beat.supervisor in (0, self.session) or bool(beat.flags & BeatFlag.TOOK_BACK)
+        return left and now_ns - deploy.beat_ns < FRESH_BEAT_NS
+
+    def _promote(self, now_ns: int, why: str) -> None:
+        """Take authority: the deploy node may still hold a lease from the old supervisor, so its
+        lease and its silence are counted from now; e-stops latched meanwhile are held."""
+        self.authority, self.reason, self._promoted_ns = Authority.WATCHING, "", now_ns
+        self._lease_bound_ns = now_ns
+        if self.deploy is not None:
+            self.deploy.alive_ns = max(self.deploy.alive_ns, now_ns)
+        held = f"; {self.estop_reason} held" if self.estop_reason else ""
+        self._event(f"{why}: taking authority{held}")
 
     def _demote(self, why: str) -> None:
         if self.authority is not Authority.SECONDARY:
@@ -447,7 +521,8 @@ class SupervisorCore:
                 return f"deploy wrote kp > 0 while the e-stop is held ({self.estop_reason})"
             if not deploy.damping_since_estop and now_ns - self.estop_since_ns >= timing.estop_obey_ns:
                 return f"deploy did not send damping within {timing.estop_obey_ns / 1e6:g} ms of an e-stop"
-        if deploy.wrote and now_ns - deploy.alive_ns >= timing.takeover_after_ns:
+        robot_heard = not self._robot_ns or now_ns - self._robot_ns < FRESH_ROBOT_NS
+        if deploy.wrote and now_ns - deploy.alive_ns >= timing.takeover_after_ns and robot_heard:
             return f"deploy silent for {(now_ns - deploy.last_lowcmd_ns) / 1e6:.1f} ms (no rt/lowcmd)"
         return None
 
@@ -458,11 +533,12 @@ class SupervisorCore:
         timing = self.timing
         if deploy is None:
             return True
-        if now_ns < deploy.last_lowcmd_ns + timing.handover_gap_ns:
+        if now_ns < max(deploy.last_lowcmd_ns, deploy.exited_ns) + timing.handover_gap_ns:
             return False
         if deploy.exited or self._yield_seen:
             return True
-        return now_ns >= self._lease_bound_ns + timing.lease_ns + timing.handover_gap_ns
+        return now_ns >= self._lease_bound_ns + timing.lease_ns + timing.handover_gap_ns \
+            and now_ns >= self._takeover_ns + TAKEOVER_SILENCE_NS
 
     def _event(self, text: str) -> None:
         if len(self.events) < 100:

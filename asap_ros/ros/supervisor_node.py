@@ -104,6 +104,8 @@ class SupervisorNode(NodeBehaviour):
         self.failed: str | None = None
         """Why a thread of this node died (its last-resort handler): no grant goes out any more."""
         self._mode_machine: int | None = None
+        self.crc_bad_lowstates = 0
+        self.unknown_mode_writes_skipped = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watched_pid = 0
@@ -209,6 +211,7 @@ class SupervisorNode(NodeBehaviour):
         except ValueError:
             return  # malformed: like a bad CRC, never used
         if int(record["crc"]) != record_crc(record):
+            self.crc_bad_lowstates += 1  # never used: the core hears no robot (no armed, no takeover decision)
             return
         self._mode_machine = int(record["mode_machine"])
         self._combo.update(decode_remote(record["wireless_remote"].tobytes()))
@@ -308,13 +311,12 @@ class SupervisorNode(NodeBehaviour):
         ``estop`` topic for the one with authority) and forwarded to the deploy node (True if it
         was reachable now; else retried until it acknowledges)."""
         self._log.append(("warning", f"e-stop from {source}"))
-        if not latched:
-            with self._lock:
-                held = self.core.estop(source, time.monotonic_ns())
-            if not held and republish:
-                from std_msgs.msg import Empty
+        with self._lock:
+            held = self.core.has_authority if latched else self.core.estop(source, time.monotonic_ns())
+        if not held and republish:  # for the supervisor with authority (a combo it cannot read, too)
+            from std_msgs.msg import Empty
 
-                self._estop_pub.publish(Empty())
+            self._estop_pub.publish(Empty())
         self._forward_pending = True
         return self._forward()
 
@@ -387,7 +389,12 @@ class SupervisorNode(NodeBehaviour):
                 tick = self.core.step(time.monotonic_ns())
                 if tick.grant is not None:
                     self._grants.write(encode_grant(tick.grant))
-                if tick.write and self._mode_machine is not None:  # a LowCmd needs the robot's mode_machine
+                if tick.write and self._mode_machine is None:  # a LowCmd needs the robot's mode_machine
+                    self.unknown_mode_writes_skipped += 1
+                    if self.unknown_mode_writes_skipped == 1:
+                        self._log.append(("error", "damping write skipped: no CRC-valid rt/lowstate heard yet, so "
+                                                   "the robot's mode_machine is unknown"))
+                if tick.write and self._mode_machine is not None:
                     payload = self._encoder.encode_cdr(self._damping, self._mode_machine)
                     now = time.monotonic_ns()
                     if tick.allows_write(now):  # checked at the write: not after a stall since the step
@@ -407,7 +414,7 @@ class SupervisorNode(NodeBehaviour):
 
     # --- outputs ---------------------------------------------------------------------------
     def state_line(self) -> str:
-        return f"FAILED: {self.failed}" if self.failed else self.core.describe()
+        return f"FAILED: {self.failed}" if self.failed else self.core.describe(time.monotonic_ns())
 
     def _publish(self) -> None:
         """State and write count when changed; the core's events and the threads' notes logged."""

@@ -22,7 +22,7 @@ from cyclonedds.idl import IdlStruct
 from cyclonedds.qos import Qos
 from cyclonedds.util import duration
 
-from asap_ros.core.lease import Beat, BeatFlag, Grant, Supervision, Verdict, WriteLease
+from asap_ros.core.lease import COMMAND_TIMEOUT_NS, Beat, BeatFlag, Grant, Supervision, Verdict, WriteLease
 from asap_ros.core.state_machine import Mode
 
 __all__ = [
@@ -170,10 +170,12 @@ class LowCmdArbiter:
     Needs :func:`asap_ros.runtime.dds.init_channels` first.
     """
 
-    def __init__(self, period_ns: int) -> None:
+    def __init__(self, period_ns: int, lease_ns: int = 150_000_000, command_timeout_ns: int = COMMAND_TIMEOUT_NS) -> None:
+        """``lease_ns``: the longest lease any grant gives (the deploy node's ``lease_ms``);
+        ``command_timeout_ns``: the robot's (``command_timeout_ms``)."""
         from asap_ros.runtime.dds import PolledReader, RawWriter
 
-        self.lease = WriteLease(new_session(), period_ns)
+        self.lease = WriteLease(new_session(), period_ns, lease_ns=lease_ns, command_timeout_ns=command_timeout_ns)
         self._beats = RawWriter(BEAT_TOPIC, DeployBeat_, BEAT_QOS)
         self._grants = PolledReader(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS, depth=GRANT_DEPTH)
         self._seq = 0
@@ -182,12 +184,27 @@ class LowCmdArbiter:
         self.malformed_grants = 0
 
     def verdict(self, now_ns: int) -> Verdict:
-        for payload in self._grants.take_all():
+        grants = []
+        for payload, participant in self._grants.take_all_with_writers():
             try:
-                self.lease.receive(decode_grant(payload), now_ns)
+                grants.append((decode_grant(payload), participant))
             except ValueError:
                 self.malformed_grants += 1
+        self.lease.receive_all(grants, now_ns)
         return self.lease.verdict(now_ns)
+
+    def wrote(self, now_ns: int) -> None:
+        """A command went out at ``now_ns`` (the command timeout counts from it)."""
+        self.lease.wrote(now_ns)
+
+    def command_gap_fault(self, now_ns: int) -> str | None:
+        """Why a command written now must be damping: the previous one is older than the robot's
+        command timeout (None: it is not)."""
+        return self.lease.command_gap_fault(now_ns)
+
+    def estop_taken(self, now_ns: int) -> None:
+        """An e-stop was taken (any thread): Reset is refused until the supervisor answers after it."""
+        self.lease.estop_taken(now_ns)
 
     def beat(self, mode: Mode, now_ns: int, wrote: bool, hears_robot: bool) -> None:
         """One beat, sent at ``now_ns`` (the control loop's monotonic clock)."""

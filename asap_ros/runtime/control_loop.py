@@ -106,8 +106,9 @@ class Arbiter(Protocol):
     """Whether this process may write rt/lowcmd (:class:`asap_ros.runtime.arbitration.LowCmdArbiter`).
 
     :meth:`verdict` (at the start of a step) and :meth:`beat` (after it) are called from the
-    control thread only; :meth:`allows_write` (read-only: the newest verdict's lease) from any
-    thread, under the loop's write lock, at the instant of each write.
+    control thread only; :meth:`allows_write` (read-only: the newest verdict's lease),
+    :meth:`wrote`, :meth:`command_gap_fault` and :meth:`estop_taken` from any thread, under the
+    loop's write lock, at the instant of each write or e-stop.
     """
 
     def verdict(self, now_ns: int) -> Verdict: ...
@@ -115,6 +116,12 @@ class Arbiter(Protocol):
     def beat(self, mode: Mode, now_ns: int, wrote: bool, hears_robot: bool) -> None: ...
 
     def allows_write(self, now_ns: int) -> bool: ...
+
+    def wrote(self, now_ns: int) -> None: ...
+
+    def command_gap_fault(self, now_ns: int) -> str | None: ...
+
+    def estop_taken(self, now_ns: int) -> None: ...
 
 
 class StateSource(Protocol):
@@ -535,6 +542,8 @@ class ControlLoop:
             self._damping_only = True
             if self._pending_estop is None:
                 self._pending_estop = req
+            if self._arbiter is not None:
+                self._arbiter.estop_taken(self.clock.monotonic_ns())
             if write_now and self._damping_payload is not None:
                 try:
                     self._write_within_lease(self._damping_payload)
@@ -747,6 +756,13 @@ class ControlLoop:
         payload: bytes | None = self._encoder.encode_cdr(output.command, self._mode_machine)
         own_damping = verdict is not None and verdict.writer is Writer.OWN_DAMPING
         with self._write_lock:
+            gap = None
+            if self._arbiter is not None and not self._damping_only and self._allows_write():
+                gap = self._arbiter.command_gap_fault(self.clock.monotonic_ns())
+            if gap is not None:  # the motors went limp: no stiff command on an old state
+                self._damping_only = True
+                if self._pending_estop is None:
+                    self._pending_estop = EStop(gap)
             if (self._damping_only or own_damping) and output.command is not self._damping:
                 payload, output = self._damping_payload, dataclasses.replace(output, command=self._damping)
             wrote = self._write_within_lease(payload)
@@ -769,6 +785,8 @@ class ControlLoop:
             return False
         self._write(payload)
         self._written += 1
+        if self._arbiter is not None:
+            self._arbiter.wrote(began_ns)
         if self._allows_write():
             return True
         self._written_past_lease += 1

@@ -107,6 +107,8 @@ class LoopServer:
             realtime_priority=priority,
             cpus=frozenset(spec["cpus"]),
             supervised=values["supervised"],
+            lease_s=values["lease_ms"] / 1e3,
+            command_timeout_s=values["command_timeout_ms"] / 1e3,
             fault_injection=FaultInjection.from_env(),
             # one above: after a stall of the process they deliver the queued supervisor word before
             # the first step judges (else it blames the state's age for the supervisor's takeover)

@@ -286,6 +286,7 @@ class PolledReader:
         self._payload: bytes | None = None
         self._stamp_ns = 0
         self._arrival_ns = 0
+        self._participants: dict[int, bytes] = {}
         self._in_use = threading.Lock()
         """Held while taking or waiting: :meth:`close` never deletes the entities under a reader."""
         self._closed = False
@@ -318,6 +319,30 @@ class PolledReader:
         newest also becomes :meth:`newest`'s."""
         with self._in_use:
             return [] if self._closed else self._take()
+
+    def take_all_with_writers(self) -> list[tuple[bytes, bytes]]:
+        """As :meth:`take_all`, each sample with its writer's DDS participant (GUID prefix, 16
+        bytes; ``b""`` if that writer is no longer matched). A writer's participant is looked up
+        once, on its first sample."""
+        with self._in_use:
+            if self._closed:
+                return []
+            samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, self._depth)
+            if isinstance(samples, int):
+                raise DDSException(samples, "raw take")
+            valid = [(data, self._participant_of(info.publication_handle)) for data, info in samples if info.valid_data]
+            if valid:
+                self._payload, self._stamp_ns, self._arrival_ns = valid[-1][0], time.time_ns(), time.monotonic_ns()
+            return valid
+
+    def _participant_of(self, writer: int) -> bytes:
+        known = self._participants.get(writer)
+        if known is None:
+            endpoint = self._reader.get_matched_publication_data(writer)
+            known = endpoint.participant_key.bytes if endpoint is not None else b""
+            if known:
+                self._participants[writer] = known
+        return known
 
     def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int, int]:
         """The first sample to arrive after this call, or the newest one after ``timeout_s``."""

@@ -35,7 +35,8 @@ class DdsControl:
 
     def __init__(
         self, controller: Controller, domain: int, interface: str, publish_steps: bool = True,
-        supervised: bool = False, receive_priority: int = 0, mocap_topic: str | None = None, **loop_options: Any,
+        supervised: bool = False, receive_priority: int = 0, mocap_topic: str | None = None,
+        lease_s: float = 0.15, command_timeout_s: float = 0.1, **loop_options: Any,
     ) -> None:
         from unitree_sdk2py.idl.unitree_hg.msg.dds_ import LowCmd_, LowState_
 
@@ -52,7 +53,8 @@ class DdsControl:
         self.arbiter: Any = None
         if supervised:
             period_s = control_period_s(controller, loop_options.get("period_s"))
-            self.arbiter = LowCmdArbiter(period_ns=int(round(period_s * 1e9)))
+            self.arbiter = LowCmdArbiter(period_ns=int(round(period_s * 1e9)), lease_ns=int(round(lease_s * 1e9)),
+                                         command_timeout_ns=int(round(command_timeout_s * 1e9)))
             self._closers.append(self.arbiter)
         self.mocap: Any = None
         if mocap_topic is not None:

@@ -11,7 +11,7 @@
   released by a supervisor reset since), the deploy node accepts no Reset, Stand or Start.
 - **I5** every schedule ends in damping: once the last fault is a second past, an e-stop or a
   death not reset leaves damping commands, from one writer, no further apart than the timeout.
-- **I6** the deploy node never obeys a grant the attacker forged.
+- **I6** the deploy node never obeys a grant the attacker forged while every supervisor runs.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ __all__ = ["TAKEOVER_BOUND_NS", "Violation", "check"]
 
 MS = 1_000_000
 WINDOW_NS = 20 * MS
-TAKEOVER_BOUND_NS = 260 * MS
+TAKEOVER_BOUND_NS = 300 * MS
 """After the writer stops or dies, the next writer's first command comes within this: the
-supervisor's takeover (200 ms of silence) + its step (10 ms) + the handover gap (30 ms) + one
-more write period; the deploy node's own damping after a silent supervisor comes sooner (lease +
-two control periods after the newest grant, 190 ms)."""
+supervisor's takeover (200 ms of silence) + its step (10 ms) + the wait after its first TAKEOVER
+grant (60 ms, TAKEOVER_SILENCE_NS) + two more write periods; the deploy node's own damping after
+a silent supervisor comes sooner (lease + two control periods after the newest grant, 190 ms)."""
 SETTLE_NS = 1_000 * MS
 
 
@@ -62,9 +62,11 @@ def _one_writer(writes: list[Write]) -> Violation | None:
 
 
 def _held(out: Outcome, t: int) -> bool:
-    """An e-stop is held at ``t``: the combo is pressed, or a supervisor took one and no
-    supervisor reset was accepted since."""
-    if _inside(out.combo, t):
+    """An e-stop is held at ``t``: the combo is pressed (seen from one supervisor step after the
+    press: the nodes read it in the robot's state), or a supervisor took one and no supervisor
+    reset was accepted since."""
+    seen = out.timing.write_period_ns
+    if any(start + seen <= t < end for start, end in out.combo) and _reader(out, t):
         return True
     taken = [e.stamp_ns for e in out.estops if e.by != "deploy" and e.stamp_ns <= t]
     if not taken:
@@ -100,9 +102,30 @@ def check(out: Outcome) -> list[Violation]:
     settled = _settled(out, writes)
     if settled is not None:
         found.append(settled)
-    if out.forged_bound:
-        found.append(Violation("I6", out.forged_bound[0], "the deploy node obeyed a grant the attacker forged"))
+    forged = [t for t in out.forged_bound if _supervised(out, t)]
+    if forged:
+        found.append(Violation("I6", forged[0], "the deploy node obeyed a grant the attacker forged while a "
+                               "supervisor ran"))
     return found
+
+
+def _reader(out: Outcome, t: int) -> bool:
+    """Some supervisor is alive at ``t`` to read the remote (the deploy node does not read it)."""
+    return any(n != "deploy" and out.started[n] <= t < out.killed.get(n, out.end_ns) for n in out.started)
+
+
+def _supervised(out: Outcome, t: int) -> bool:
+    """Every supervisor alive at ``t`` ran through the lease before it, and none died or started in
+    it or in the listening time before it (else the supervisor obeyed may be silent, and an
+    attacker can stand in for a new one: docs/operating.md)."""
+    since = t - out.timing.lease_ns
+    names = [n for n in out.started if n != "deploy"]
+    listen = out.timing.lease_ns + 2 * out.timing.write_period_ns
+    if any(since - listen <= out.killed.get(n, -1) <= t or 0 < since - listen <= out.started[n] <= t for n in names):
+        return False
+    alive = [n for n in names if out.started[n] <= t < out.killed.get(n, out.end_ns)]
+    return bool(alive) and all(out.started[n] <= since and _overlap(out.stopped.get(n, []), since, t) == 0
+                               for n in alive)
 
 
 def _unattended(out: Outcome, writes: list[Write]) -> Violation | None:

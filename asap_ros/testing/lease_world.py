@@ -109,7 +109,7 @@ class Outcome:
     """Kills of the deploy node, or of a supervisor that had authority when it died."""
     started: dict[str, int] = field(default_factory=dict)
     forged_bound: list[int] = field(default_factory=list)
-    """Instants at which the deploy node's lease obeyed a grant the attacker sent."""
+    """Instants at which the deploy node's lease began to obey the attacker's grants."""
     end_ns: int = 0
 
 
@@ -139,7 +139,15 @@ class World:
         self.deploy = DeployNode(self)
         self.supervisors: list[SupervisorNode] = []
         self.attacker: Attacker | None = None
-        self.combo_held = False
+        self._presses = 0
+
+    @property
+    def combo_held(self) -> bool:
+        return self._presses > 0
+
+    def press(self, change: int) -> None:
+        """One press of the combo begins (+1) or ends (-1); presses may overlap."""
+        self._presses += change
 
     # --- the clock -------------------------------------------------------------------------
     def at(self, when_ns: int, action: Callable[[], None]) -> None:
@@ -220,7 +228,6 @@ class DeployNode(_Process):
         self.inbox: list[tuple[Grant, bytes]] = []
         self.overruns: list[tuple[int, int, float, int]] = []
         """[start, end) windows in which a step overruns with a share and up to a length (ns)."""
-        self.last_write_ns: int | None = None
 
     def start(self) -> None:
         self.world.at(0, self.step)
@@ -230,10 +237,10 @@ class DeployNode(_Process):
         if not self.alive(world.now_ns):
             return
         now = world.now_ns
-        for grant, participant in self.inbox:
-            self.lease.receive(grant, now)
-            if participant == ATTACKER and self.lease._bound is not None and self.lease._bound.grant is grant:
-                world.out.forged_bound.append(now)
+        obeyed = self.lease.obeyed_participant
+        self.lease.receive_all(self.inbox, now)
+        if self.lease.obeyed_participant == ATTACKER and obeyed != ATTACKER:
+            world.out.forged_bound.append(now)
         self.inbox.clear()
         verdict = self.lease.verdict(now)
         if verdict.fault is not None and self.mode is not Mode.DAMPING:
@@ -253,9 +260,10 @@ class DeployNode(_Process):
             t = world.now_ns
             wrote = self.lease.allows_write(t)
             if wrote:
+                if self.lease.command_gap_fault(t) is not None:
+                    self.mode = Mode.DAMPING  # the motors went limp: damping, latched
                 damping = self.mode not in STIFF or verdict.writer is Writer.OWN_DAMPING
-                self.last_write_ns = t
-                world.robot_receives(self.name, damping)
+                self.write(t, damping)
             elif verdict.may_write and self.mode is not Mode.DAMPING:
                 self.mode = Mode.DAMPING  # the step outlived its lease
             self.lease.beat(seq, t)
@@ -267,6 +275,10 @@ class DeployNode(_Process):
             world.at(world.resumes(self.name, nxt), self.step)
         world.at(write_at, finish)
 
+    def write(self, now_ns: int, damping: bool) -> None:
+        self.lease.wrote(now_ns)
+        self.world.robot_receives(self.name, damping)
+
     def take_grant(self, grant: Grant, participant: bytes) -> None:
         self.inbox.append((grant, participant))
 
@@ -275,11 +287,11 @@ class DeployNode(_Process):
         the lease allows a write now."""
         world = self.world
         self.mode = Mode.DAMPING
+        self.lease.estop_taken(world.now_ns)
         if source == "deploy service":
             world.out.estops.append(EStopTaken(world.now_ns, source, self.name))
         if self.lease.allows_write(world.now_ns):
-            self.last_write_ns = world.now_ns
-            world.robot_receives(self.name, True)
+            self.write(world.now_ns, True)
         if reply is not None:
             reply()
 
@@ -312,9 +324,12 @@ class SupervisorNode(_Process):
         if not self.alive(world.now_ns):
             return
         now = world.now_ns
-        if not any(start <= now < end for start, end in world.deaf.get((self.name, "lowstate"), ())):
+        held = world.deaf.get((self.name, "lowstate"), []) + world.deaf.get((self.name, "all"), [])
+        if not any(start <= now < end for start, end in held):
             if self.core.remote(world.combo_held, "remote combo", now):
                 world.out.estops.append(EStopTaken(now, "remote combo", self.name))
+                if not self.core.has_authority:
+                    self.republish()
                 self.forward()
         tick = self.core.step(now)
         if tick.grant is not None:
@@ -342,9 +357,14 @@ class SupervisorNode(_Process):
         world.out.estops.append(EStopTaken(world.now_ns, source, self.name))
         held = self.core.estop(source, world.now_ns)
         if not held and republish:
-            for sup in world.supervisors:
-                world.send("estop", sup, lambda s=sup: s.estop("estop topic", republish=False))
+            self.republish()
         self.forward()
+
+    def republish(self) -> None:
+        """On the ``estop`` topic, for the supervisor with authority (every one hears it, this one too)."""
+        world = self.world
+        for sup in world.supervisors:
+            world.send("estop", sup, lambda s=sup: s.estop("estop topic", republish=False))
 
     def forward(self) -> None:
         world = self.world
@@ -444,8 +464,8 @@ def _apply(world: World, fault: Fault, sessions: itertools.count[int]) -> None:
         world.deploy.overruns.append((at, until, fault.share, fault.length_ns))
     elif kind == "combo":
         world.out.combo.append((at, until))
-        world.at(at, lambda: setattr(world, "combo_held", True))
-        world.at(until, lambda: setattr(world, "combo_held", False))
+        world.at(at, lambda: world.press(1))
+        world.at(until, lambda: world.press(-1))
     elif kind == "estop":
         _estop_at(world, fault)
     elif kind in ("reset", "stand", "start", "deploy reset", "supervisor reset"):
@@ -471,7 +491,7 @@ def _kill(world: World, proc: _Process, at_ns: int) -> None:
     world.out.killed[proc.name] = at_ns
 
     def judge() -> None:
-        if not isinstance(proc, SupervisorNode) or proc.core.authority not in (Authority.SECONDARY, Authority.LISTENING):
+        if proc is world.deploy or world.deploy.lease.obeyed_participant == proc.name.encode():
             world.out.harmful_kills.append(at_ns)
     world.at(at_ns, judge)
 

@@ -112,7 +112,7 @@ class Bus:
         deploy = self.deploy
         for at, grant in deploy.inbox:
             if at <= now:
-                deploy.lease.receive(grant, now)
+                deploy.lease.receive(grant, b"supervisor", now)
         deploy.inbox = [(at, g) for at, g in deploy.inbox if at > now]
         verdict = deploy.lease.verdict(now)
         if verdict.fault is not None and deploy.mode is not Mode.DAMPING:

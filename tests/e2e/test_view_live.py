@@ -39,12 +39,14 @@ PHASE = '[data-view="phase"]'
 PHASE_APART = 0.1
 TEMPERATURE_TOLERANCE_C = 2.0
 BROWSER_LOAD_SUPERVISOR_PARAMS = {"takeover_after_ms": 1000.0, "lease_ms": 800.0}
-BROWSER_LOAD_DEPLOY_PARAMS = {"max_state_age_ms": 500.0}
+BROWSER_LOAD_DEPLOY_PARAMS = {"max_state_age_ms": 500.0, "lease_ms": 800.0, "command_timeout_ms": 500.0}
 """Not physical facts but this machine's load, beyond the harness's own (lease, late steps): Chromium
 rendering WebGL in software on the same two cores (on a robot the page is opened on another
 computer) held the deploy node's threads back by more than the shipped lease allows (the
 supervisor rightly took over mid-motion), the LowState stream past the shipped 50 ms state age
-(51.9 ms, a stale-state DAMPING during PREPARE)."""
+(51.9 ms, a stale-state DAMPING during PREPARE). The deploy node's own lease cap follows the
+supervisor's 800 ms, and its command timeout the 500 ms state age: a gap the stalled threads make
+between two commands is the same load, not a robot that went limp."""
 MIN_TEMPERATURE_CHANGE_C = 3.0
 HOT_MOTOR, HOT_C = 3, 55
 """left_knee_joint reported at 55 C (below the 65 C start limit)."""

@@ -591,7 +591,8 @@ class AnsweringSupervisor:
     SUPERVISOR = 0x51
 
     def __init__(self, lease_ns: int = 1_000_000_000) -> None:  # generous: a loaded 2-core machine stalls now and then
-        self.lease = WriteLease(session=7, period_ns=20_000_000)
+        # the command timeout as generous (these tests are not about it; tests/core/test_lease_explorer.py is)
+        self.lease = WriteLease(session=7, period_ns=20_000_000, lease_ns=lease_ns, command_timeout_ns=lease_ns)
         self.lease_ns = lease_ns
         self.state, self.reason, self.silent = Supervision.WATCHING, "", False
         self.seq = 0
@@ -606,10 +607,19 @@ class AnsweringSupervisor:
         self.flags.append(self.lease.beat_flags(wrote, hears_robot))
         if not self.silent:
             self.lease.receive(Grant(self.state, self.SUPERVISOR, self.lease.session, self.seq, self.lease_ns,
-                                     self.reason), now_ns)
+                                     self.reason), b"supervisor", now_ns)
 
     def allows_write(self, now_ns: int) -> bool:
         return self.lease.allows_write(now_ns)
+
+    def wrote(self, now_ns: int) -> None:
+        self.lease.wrote(now_ns)
+
+    def command_gap_fault(self, now_ns: int) -> str | None:
+        return self.lease.command_gap_fault(now_ns)
+
+    def estop_taken(self, now_ns: int) -> None:
+        self.lease.estop_taken(now_ns)
 
 
 def granted_rig(make_rig, lease_ns: int = 1_000_000_000, **options) -> tuple[Rig, AnsweringSupervisor]:
