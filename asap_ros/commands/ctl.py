@@ -175,6 +175,12 @@ def run(args: argparse.Namespace) -> int:
                 released = client.call(supervisor)
                 if _report("supervisor reset", released) != 0:
                     return 1  # it still holds an e-stop or streams damping: the deploy node would refuse too
+            else:
+                supervision = deploy_supervision(client)
+                if supervision != "unsupervised":  # the one expected is gone: one it held an e-stop for may
+                    return _report("reset", (False, f"{supervisor} not found while asap_deploy is supervised "
+                                             f"({supervision or 'its diagnostics not heard'}): the supervisor with "
+                                             "authority may hold an e-stop; reset that one (--supervisor NAME)"))
             return _report("reset", _reset_deploy(client))
         if args.action == "start":
             return _report(f"start {args.motion or '(default motion)'}", client.call(client.start_service(args.motion)))
@@ -182,6 +188,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+def deploy_supervision(client: OperatorClient) -> str:
+    """What the deploy node's diagnostics say of its supervisor (``obeys supervisor <id>``, ``no
+    supervisor obeyed``, ``unsupervised``); "" when none were heard within the timeout."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    got = client.latched({"/diagnostics": DiagnosticArray}, client.timeout_s)
+    for status in getattr(got.get("/diagnostics"), "status", []):
+        if status.name == f"{client.deploy}: controller":
+            return next((kv.value for kv in status.values if kv.key == "supervisor"), "")
+    return ""
 
 
 def _reset_deploy(client: OperatorClient) -> tuple[bool, str]:

@@ -38,7 +38,7 @@ from asap_ros.runtime.scheduling import below, name_os_thread, run_realtime
 
 __all__ = [
     "EXIT_REFUSED", "REQUEST_THREAD", "SERVING_THREAD", "SHUTDOWN_DAMPING_S", "LoopServer", "build_controller_from_values",
-    "controller_config_with_overrides", "main",
+    "controller_config_with_overrides", "main", "too_late",
 ]
 
 SHUTDOWN_DAMPING_S = 0.1
@@ -51,6 +51,16 @@ REQUEST_THREAD = "asap-requests"
 """The thread that applies the node's other operator requests (each waits for the step lock)."""
 EXIT_REFUSED = 2
 """A setting or file refused (the node loaded the same ones first: a race with an edited file)."""
+
+
+def too_late(message: tuple[Any, ...], now_ns: int) -> str | None:
+    """Why a ``("request", id, request, deadline_ns)`` message must not be applied at ``now_ns``:
+    its deadline (monotonic, this host's) passed, so the node has reported it refused, or will
+    before an answer could reach it. None: apply it."""
+    if len(message) < 4 or now_ns < message[3]:
+        return None
+    return (f"{describe(message[2])} not applied: it reached the control loop {(now_ns - message[3]) / 1e6:.0f} ms "
+            "past its deadline (the node reports it refused)")
 
 
 def controller_config_with_overrides(config: Any, values: Mapping[str, Any], source: str) -> Any:
@@ -174,6 +184,9 @@ class LoopServer:
             return True, {"scheduling_note": "; ".join(notes) or None,
                           "fault_injection": injection.describe() if injection is not None else None}
         if kind == "request":
+            late = too_late(message, time.monotonic_ns())
+            if late is not None:
+                return False, late
             try:
                 return True, self.apply(message[2])
             except RejectedRequest as exc:

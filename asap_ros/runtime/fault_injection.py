@@ -8,6 +8,7 @@ loop pays one ``is None`` test per step; set, the loop logs a warning naming it.
 
     raise@tick=120              the step of control tick 120 raises InjectedFault
     slow=0.3@motion_tick=25+    from the motion actor's step 25 on, every step takes 0.3 s longer
+    slow=0.025@tick=50+%8       from control tick 50 on, every 8th step takes 25 ms longer (overruns)
     inf@motion_tick=40          the motion actor's raw output[0] is +inf at its step 40
     nan=3@motion_tick=40        ... output[3] is NaN
     exit@tick=300               the control thread ends (SystemExit): no LowCmd, no lease beat
@@ -19,7 +20,7 @@ actor's output index, in its spec's ``driven_joints`` order; default 0) or ``clo
 stamps LowState arrivals, records and transitions; once, ``+`` refused). TRIGGER is ``tick=N``
 (the step whose ``StepRecord.control_tick`` is N; 1 is the first step
 after the first LowState) or ``motion_tick=N`` (the motion actor's step N, 0 first, in every TRACKING run); a
-trailing ``+`` fires on every later step too. ``raise``, ``slow`` and ``exit`` act after the
+trailing ``+`` fires on every later step too, ``+%K`` on every K-th. ``raise``, ``slow`` and ``exit`` act after the
 controller computed the step, inside the control loop's step lock (a slow actor, an exception
 escaping the step); its command is then not written. ``inf``/``nan`` replace the actor's output
 before the policy clips it. ``clock`` acts after the step, as an NTP step or an operator setting
@@ -43,7 +44,8 @@ from asap_ros.runtime.clock import Clock
 ENV_VAR = "ASAP_ROS_FAULT_INJECTION"
 STEP_FAULTS = ("raise", "slow", "exit", "clock")
 ACTOR_FAULTS = ("inf", "nan")
-_FAULT = re.compile(r"^(?P<kind>[a-z]+)(=(?P<value>[^@]+))?@(?P<counter>tick|motion_tick)=(?P<at>\d+)(?P<repeat>\+?)$")
+_FAULT = re.compile(r"^(?P<kind>[a-z]+)(=(?P<value>[^@]+))?@(?P<counter>tick|motion_tick)=(?P<at>\d+)"
+                    r"(?P<repeat>\+?)(%(?P<every>\d+))?$")
 
 
 class InjectedFault(RuntimeError):
@@ -60,10 +62,14 @@ class Fault:
     at: int
     repeat: bool
     text: str
+    every: int = 1
+    """With ``repeat``: every this many steps from ``at`` on (``+%K``)."""
 
     def fires(self, control_tick: int, motion_tick: int | None) -> bool:
         value = control_tick if self.counter == "tick" else motion_tick
-        return value is not None and (value >= self.at if self.repeat else value == self.at)
+        if value is None:
+            return False
+        return value >= self.at and (value - self.at) % self.every == 0 if self.repeat else value == self.at
 
 
 def parse_faults(text: str) -> tuple[Fault, ...]:
@@ -76,8 +82,11 @@ def parse_faults(text: str) -> tuple[Fault, ...]:
         kind = match["kind"]
         if kind == "clock" and match["repeat"]:
             raise _error("clock steps once: no trailing +", part)
+        every = int(match["every"] or 1)
+        if match["every"] is not None and (not match["repeat"] or every < 1):
+            raise _error("%K needs a trailing + before it and K >= 1 (every K-th step from N on)", part)
         faults.append(Fault(kind, _value(kind, match["value"], part), match["counter"], int(match["at"]),
-                            bool(match["repeat"]), part))
+                            bool(match["repeat"]), part, every))
     if not faults:
         raise _error("set but empty", text)
     return tuple(faults)

@@ -16,6 +16,7 @@ import itertools
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,9 @@ __all__ = ["REPLY_TIMEOUT_S", "START_TIMEOUT_S", "LoopProcess"]
 START_TIMEOUT_S = 60.0
 """The control process loads the actors and joins DDS within this, s, or the node refuses to start."""
 REPLY_TIMEOUT_S = 2.0
+APPLY_MARGIN_S = 0.5
+"""An operator request not taken up within ``REPLY_TIMEOUT_S`` less this is refused unapplied
+(the answer then still arrives within the reply timeout)."""
 """The longest wait for an answer of the control process, s (it answers in under a millisecond)."""
 STOP_TIMEOUT_S = 5.0
 """The control process damps and ends within this after a stop, s, or it is killed."""
@@ -102,8 +106,11 @@ class LoopProcess:
     def request(self, request: Any) -> str:
         """Apply an operator request in the control process; the accepted answer, or
         :class:`RejectedRequest` with the reason (also when the process is gone or silent)."""
+        # applied only before this deadline (the same monotonic clock: one host), so that a request
+        # this process reports refused after its reply timeout is never applied later
+        deadline_ns = time.monotonic_ns() + int((REPLY_TIMEOUT_S - APPLY_MARGIN_S) * 1e9)
         try:
-            ok, value = self._call_ok("request", request)
+            ok, value = self._call_ok("request", request, deadline_ns)
         except (LinkClosed, TimeoutError) as exc:
             raise RejectedRequest(f"{describe(request)} refused: {exc}") from exc
         if not ok:

@@ -164,6 +164,8 @@ def test_the_estop_combo_is_held_while_the_operator_holds_it(system):
         reset, stand = system.ctl("reset"), system.ctl("stand")
         assert reset.returncode == 1 and "the e-stop combo is held on the remote" in reset.stdout, reset.stdout
         assert stand.returncode == 1 and "refused" in stand.stdout, stand.stdout
+        ok, message = system.ros.trigger("/asap_deploy/reset")  # the deploy node's own, past the supervisor
+        assert not ok and "supervisor e-stop held" in message, message
         time.sleep(0.5)
         assert not [s for s in system.lowcmd.between(damping.stamp_ns, time.time_ns()) if not s.damping]
         assert system.ros.latched["/asap_deploy/mode"] == "DAMPING"

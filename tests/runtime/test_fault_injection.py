@@ -37,6 +37,9 @@ def test_every_form_parses() -> None:
     assert [once.fires(t, None) for t in (119, 120, 121)] == [False, True, False]
     assert [repeated.fires(1000, t) for t in (24, 25, 26)] == [False, True, True]
     assert not repeated.fires(1000, None)  # no motion step in this control step
+    (every_eighth,) = parse_faults("slow=0.025@tick=50+%8")
+    assert every_eighth == Fault("slow", 0.025, "tick", 50, True, "slow=0.025@tick=50+%8", 8)
+    assert [t for t in range(40, 80) if every_eighth.fires(t, None)] == [50, 58, 66, 74]
 
 
 @pytest.mark.parametrize(
@@ -53,6 +56,8 @@ def test_every_form_parses() -> None:
         ("clock=-1@tick=3+", "clock steps once: no trailing +"),
         ("raise@tock=1", "expected FAULT@tick=N or FAULT@motion_tick=N"),
         ("raise", "expected FAULT@tick=N"),
+        ("slow=0.1@tick=3%8", "%K needs a trailing + before it"),
+        ("slow=0.1@tick=3+%0", "%K needs a trailing + before it"),
         (" ; ", "set but empty"),
     ],
 )
