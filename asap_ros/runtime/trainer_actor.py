@@ -1,0 +1,54 @@
+"""A trainer actor's ONNX model run as its contract says: the observation (and BeyondMimic's
+``time_step``) in, the raw action and, for a model holding a motion, its reference out."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+
+from asap_ros.core.actor_contract import ActorContract
+from asap_ros.core.errors import ConfigError
+
+REFERENCE_OUTPUTS = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w")
+"""BeyondMimic's motion outputs at the ``time_step`` given (world frame of training)."""
+
+
+class TrainerActor:
+    """ONNX Runtime session (one thread) checked against the contract's inputs and output."""
+
+    def __init__(self, contract: ActorContract):
+        self.contract = contract
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        source = contract.source
+        try:
+            self.session = ort.InferenceSession(str(contract.actor_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # ORT raises its own exception types for unreadable models
+            raise ConfigError(source, "actor.file", f"not a loadable ONNX model: {exc}", str(contract.actor_path)) from exc
+        actual = [(a.name, a.shape[-1]) for a in self.session.get_inputs()]
+        if actual != list(contract.inputs):
+            raise ConfigError(source, "actor.inputs", f"the model takes {actual}", list(contract.inputs))
+        outputs = {a.name: a.shape[-1] for a in self.session.get_outputs()}
+        if outputs.get(contract.action_output) != len(contract.joints):
+            problem = f"the model's outputs are {outputs}; the action must have one value per joint ({len(contract.joints)})"
+            raise ConfigError(source, "actor.output", problem, contract.action_output)
+        self.has_reference = all(n in outputs for n in REFERENCE_OUTPUTS)
+        self._names = [contract.action_output, *(REFERENCE_OUTPUTS if self.has_reference else ())]
+        self._obs_name = contract.inputs[0][0]
+        self._time_step = np.zeros((1, 1), dtype=np.float32)
+        self.reference: dict[str, np.ndarray] = {}
+        """The last call's reference outputs (batch dimension removed)."""
+
+    def __call__(self, obs: np.ndarray, time_step: int = 0) -> np.ndarray:
+        """Raw action (actor order) for one float32 observation; keeps the reference outputs."""
+        feed = {self._obs_name: obs.reshape(1, -1).astype(np.float32, copy=False)}
+        if len(self.contract.inputs) > 1:
+            self._time_step[0, 0] = time_step
+            feed["time_step"] = self._time_step
+        results = self.session.run(self._names, feed)
+        if self.has_reference:
+            self.reference = {n: np.asarray(r)[0] for n, r in zip(REFERENCE_OUTPUTS, results[1:])}
+        return np.asarray(results[0])[0].copy()

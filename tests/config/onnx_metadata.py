@@ -1,0 +1,63 @@
+"""A copy of a real ONNX file with its ``metadata_props`` changed (a test's bad input), written by
+rewriting the ModelProto's top-level fields (protobuf wire format; field 14 holds the metadata
+entries ``{1: key, 2: value}``); the graph and weights are the file's own bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _string(field: int, text: bytes) -> bytes:
+    return _encode_varint(field << 3 | 2) + _encode_varint(len(text)) + text
+
+
+def with_metadata(source: Path, target: Path, changes: dict[str, str | None]) -> Path:
+    """Write ``source`` to ``target`` with each ``changes`` key set to its value (None: removed)."""
+    data = source.read_bytes()
+    out, pos, seen = bytearray(), 0, set()
+    while pos < len(data):
+        start = pos
+        key, pos = _varint(data, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire == 2:
+            length, pos = _varint(data, pos)
+            payload, pos = data[pos : pos + length], pos + length
+            if field == 14:
+                klen, kpos = _varint(payload, 1)
+                name = payload[kpos : kpos + klen].decode()
+                if name in changes:
+                    seen.add(name)
+                    if changes[name] is not None:
+                        entry = _string(1, name.encode()) + _string(2, changes[name].encode())
+                        out += _string(14, entry)
+                    continue
+        else:
+            raise ValueError(f"unexpected wire type {wire} at byte {start}")
+        out += data[start:pos]
+    for name in set(changes) - seen:
+        if changes[name] is not None:
+            out += _string(14, _string(1, name.encode()) + _string(2, changes[name].encode()))
+    target.write_bytes(bytes(out))
+    return target
