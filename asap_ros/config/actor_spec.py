@@ -148,6 +148,8 @@ def load_actor_spec(path: str | Path, robot: RobotModel | None = None) -> ActorC
         if not low <= 0.0 <= high:
             raise commands.error(str(name), "must be [low, high] with low <= 0 <= high", [low, high])
         ranges.append((str(name), float(low), float(high)))
+    if trainer == "beyondmimic" and not motion.has("anchor_index"):
+        raise motion.error("anchor_index", "a BeyondMimic actor needs its anchor body's index in body_names")
     gait = cfg.section("gait", {})
     gait.reject_unknown({"period_s"})
 
@@ -158,6 +160,7 @@ def load_actor_spec(path: str | Path, robot: RobotModel | None = None) -> ActorC
         action_clip=clip, control_dt=control_dt, motion_steps=steps, command_ranges=tuple(ranges),
         gait_period_s=gait.float("period_s", low=0.1) if gait.has("period_s") else None,
         needs_mocap=any(t.name in MOCAP_TERMS for t in terms),
+        anchor_index=motion.int("anchor_index", low=0) if motion.has("anchor_index") else None,
     )  # fmt: skip
     for array in (contract.motor_indices, contract.default_q, contract.kp, contract.kd, contract.action_scale_actor):
         array.setflags(write=False)

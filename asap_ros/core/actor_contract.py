@@ -71,6 +71,8 @@ class ActorContract:
     gait_period_s: float | None
     needs_mocap: bool
     """The observation holds the anchor position and base velocity (BeyondMimic 160)."""
+    anchor_index: int | None = None
+    """Index of the anchor body (``torso_link``) in the model's body outputs (BeyondMimic)."""
 
     @property
     def obs_dim(self) -> int:
