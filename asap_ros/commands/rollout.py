@@ -34,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser)
     parser.add_argument("--command", action="append", dest="velocity", metavar="VX,VY,WZ[:SECONDS]",
                         help="velocity command segment of a locomotion actor imported with policy import "
-                        "(m/s, m/s, rad/s; 10 s when no time is given); repeat for a schedule")
+                        "(m/s, m/s, rad/s; 10 s when no time is given), or MOTION (the --motion actor); repeat for "
+                        "a schedule")
+    parser.add_argument("--motion", type=Path, default=None,
+                        help="imported motion actor spec that a --command MOTION segment switches to")
     parser.add_argument(
         "--dump-obs", action="store_true", help="also write the actor's observations and raw actions (obs.npy, actions.npy)"
     )
@@ -144,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if args.policy is not None and is_actor_spec(args.policy):
         from asap_ros.commands.actor_rollout import run_actor
 
-        return run_actor(args.policy, args.velocity, args.profile, args.stand_up_s, output_dir(args.out))
+        return run_actor(args.policy, args.velocity, args.profile, args.stand_up_s, output_dir(args.out), args.motion)
     if args.velocity:
         raise SystemExit("asap-ros rollout: --command is for a locomotion actor imported with policy import")
     from asap_ros.sim.session import COMPLETED, prepare_run

@@ -156,3 +156,22 @@ def check_obs_dims(terms: Sequence[ObsBlock], input_dim: int, source: str | Path
     if total != input_dim:
         parts = " + ".join(f"{t.name} {t.dim}" for t in terms)
         raise ConfigError(source, key, f"terms add up to {total} ({parts}) but the model takes {input_dim}", total)
+
+
+START_POSE_BOUND_RAD = 0.7
+"""A motion starts only when every joint it drives is within this of the motion's first frame
+(rad). Measured on the simulated G1 (lock-step): from holosoma's stance Jump_wose (elbows 0.55 rad
+off) and Violin (right knee 0.67 rad off) start and track to their end; BeyondMimic trains from
+perturbed starts. A joint further off is refused."""
+
+
+def start_pose_problem(q: np.ndarray, start: np.ndarray, joints: Sequence[str], motor_indices: np.ndarray,
+                       bound_rad: float = START_POSE_BOUND_RAD) -> str | None:  # fmt: skip
+    """Why the robot (``q`` [29]) may not start a motion from ``start`` [29] (None: it may): the
+    motion's ``joints`` (at ``motor_indices``) further than ``bound_rad`` off, each with its offset."""
+    off = [(joint, float(q[m] - start[m])) for joint, m in zip(joints, motor_indices)
+           if abs(q[m] - start[m]) > bound_rad]  # fmt: skip
+    if not off:
+        return None
+    listed = ", ".join(f"{joint} {value:+.3f} rad" for joint, value in off)
+    return f"{len(off)} joint(s) more than {bound_rad:g} rad from the motion's start pose: {listed}"

@@ -28,8 +28,9 @@ def _rollout(spec: str, tmp_path, *extra) -> tuple[int, dict]:
 
 def test_beyondmimic_motion_to_its_end(trainer_actors, tmp_path):
     rc, summary = _rollout(_spec(trainer_actors / "beyondmimic" / "Jump_wose.onnx", tmp_path), tmp_path)
-    assert rc == 0 and not summary["fell"] and summary["steps_run"] == summary["motion_steps"] == 165
-    assert summary["tracking"]["mean_joint_error_rad"] < 0.2  # a wrong binding: > 0.5 (below)
+    motion = summary["segments"][0]
+    assert rc == 0 and not summary["fell"] and motion["steps_run"] == motion["motion_steps"] == 165
+    assert motion["tracking"]["mean_joint_error_rad"] < 0.2  # a wrong binding: > 0.5
 
 
 def test_wrong_joint_binding_falls(trainer_actors, tmp_path):
@@ -62,3 +63,20 @@ def test_bad_command_named(text):
     with pytest.raises(ConfigError, match="VX,VY,WZ") as error:
         parse_commands([text])
     assert error.value.value == text
+
+
+def test_walk_motion_walk(trainer_actors, tmp_path):
+    """holosoma walks, Jump_wose starts from its stance (gate passed), runs to its end, holosoma walks on."""
+    loco = _spec(trainer_actors / "holosoma" / "ppo_g1_29dof.onnx", tmp_path)
+    jump = _spec(trainer_actors / "beyondmimic" / "Jump_wose.onnx", tmp_path)
+    rc, summary = _rollout(loco, tmp_path, "--motion", jump, "--command", "0.5,0,0:3", "--command", "0,0,0:1",
+                           "--command", "MOTION", "--command", "0.5,0,0:3")  # fmt: skip
+    walk, _, motion, again = summary["segments"]
+    assert rc == 0 and not summary["fell"] and summary["refused"] is None
+    assert motion["steps_run"] == 165 and walk["distance_m"] > 0.5 and again["distance_m"] > 0.5
+
+
+def test_motion_segment_needs_a_motion(trainer_actors, tmp_path, capsys):
+    loco = _spec(trainer_actors / "holosoma" / "ppo_g1_29dof.onnx", tmp_path)
+    assert main(["rollout", "--policy", loco, "--out", str(tmp_path / "run"), "--command", "MOTION"]) != 0
+    assert "a MOTION segment needs --motion SPEC" in capsys.readouterr().err
