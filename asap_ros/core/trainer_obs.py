@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from asap_ros.core.actor_contract import ObsBlock
 from asap_ros.core.errors import ConfigError
-from asap_ros.core.quaternion import quat_conjugate, quat_multiply, quat_rotate, quat_wxyz_matrix
+from asap_ros.core.quaternion import gravity_in_body, quat_conjugate, quat_multiply_one, quat_wxyz_matrix
 
 MOCAP_TERMS = ("motion_anchor_pos_b", "base_lin_vel")
 """BeyondMimic terms that need the anchor's world position and the base velocity (motion capture)."""
@@ -32,21 +33,29 @@ STAND_COMMAND = 0.01
 """holosoma stands (both feet at phase pi) while |lin_vel| and |ang_vel| are below this (m/s, rad/s)."""
 
 
+@lru_cache(maxsize=64)
+def _scales(terms: tuple[ObsBlock, ...]) -> np.ndarray:
+    scales = np.concatenate([np.full(t.dim, t.scale) for t in terms])
+    scales.setflags(write=False)
+    return scales
+
+
 def assemble(values: Mapping[str, np.ndarray], terms: Sequence[ObsBlock]) -> np.ndarray:
-    """Concatenate ``scale * value`` of each term in ``terms``' order, float32."""
-    parts = []
-    for term in terms:
-        value = np.asarray(values[term.name], dtype=np.float64).reshape(-1)
-        if value.size != term.dim:
-            raise ConfigError(None, f"observation.{term.name}", f"value has {value.size} floats, the term {term.dim}")
-        parts.append((value * term.scale).astype(np.float32))
-    return np.concatenate(parts)
+    """Concatenate ``scale * value`` of each term in ``terms``' order: the float64 product rounded
+    once to float32, as the trainers compute it."""
+    parts = [np.asarray(values[t.name], dtype=np.float64).reshape(-1) for t in terms]
+    raw = np.concatenate(parts)
+    scales = _scales(terms if isinstance(terms, tuple) else tuple(terms))
+    if raw.size != scales.size or any(p.size != t.dim for t, p in zip(terms, parts)):
+        term, part = next((t, p) for t, p in zip(terms, parts) if p.size != t.dim)
+        raise ConfigError(None, f"observation.{term.name}", f"value has {part.size} floats, the term {term.dim}")
+    scaled: np.ndarray = raw * scales
+    return scaled.astype(np.float32)
 
 
 def projected_gravity(quat_wxyz: np.ndarray) -> np.ndarray:
     """World gravity direction (0, 0, -1) in the body frame."""
-    down = np.array([0.0, 0.0, -1.0])
-    return np.asarray(quat_rotate(quat_conjugate(np.asarray(quat_wxyz, dtype=np.float64)), down))
+    return gravity_in_body(quat_wxyz, np.zeros(3))
 
 
 def holosoma_phase_step(phase: np.ndarray, command: Sequence[float], period_s: float, dt: float,
@@ -98,20 +107,20 @@ def torso_quat(pelvis_quat_wxyz: np.ndarray, waist_yaw: float, waist_roll: float
     joint axes; the joint origins have no rotation)."""
     quat = np.asarray(pelvis_quat_wxyz, dtype=np.float64)
     for axis, angle in ((2, waist_yaw), (0, waist_roll), (1, waist_pitch)):
-        quat = quat_multiply(quat, _axis_quat(axis, angle))
-    return np.asarray(quat)
+        quat = quat_multiply_one(quat, _axis_quat(axis, angle))
+    return quat
 
 
 def yaw_aligned(motion_quat_wxyz: np.ndarray, yaw_offset: float) -> np.ndarray:
     """The motion's orientation turned about world z by ``yaw_offset`` (rad): the model's motion is
     in its training world frame; deployed, its start heading is turned onto the robot's."""
-    return np.asarray(quat_multiply(_axis_quat(2, yaw_offset), np.asarray(motion_quat_wxyz, dtype=np.float64)))
+    return quat_multiply_one(_axis_quat(2, yaw_offset), motion_quat_wxyz)
 
 
 def anchor_ori_b(robot_anchor_quat: np.ndarray, motion_anchor_quat: np.ndarray) -> np.ndarray:
     """First two columns, row-major [r00, r01, r10, r11, r20, r21], of the motion anchor's
     orientation in the robot anchor's frame."""
-    relative = quat_multiply(quat_conjugate(np.asarray(robot_anchor_quat, dtype=np.float64)), motion_anchor_quat)
+    relative = quat_multiply_one(quat_conjugate(robot_anchor_quat), motion_anchor_quat)
     return np.asarray(quat_wxyz_matrix(relative)[:, :2].reshape(-1))
 
 
@@ -138,6 +147,7 @@ def beyondmimic_observation(
             problem = "needs the anchor position and base velocity from motion capture, and none is given"
             raise ConfigError(source, f"observation.{needed[0]}", problem, ", ".join(needed))
         robot_pos, motion_pos, base_lin_vel = mocap
-        values["motion_anchor_pos_b"] = quat_rotate(quat_conjugate(np.asarray(robot_anchor_quat)), motion_pos - robot_pos)
+        # R(robot anchor)^T (p_motion - p_robot): the motion's anchor in the robot anchor's frame
+        values["motion_anchor_pos_b"] = quat_wxyz_matrix(robot_anchor_quat).T @ (motion_pos - robot_pos)
         values["base_lin_vel"] = base_lin_vel
     return assemble(values, terms)

@@ -36,19 +36,28 @@ class TrainerActor:
             problem = f"the model's outputs are {outputs}; the action must have one value per joint ({len(contract.joints)})"
             raise ConfigError(source, "actor.output", problem, contract.action_output)
         self.has_reference = all(n in outputs for n in REFERENCE_OUTPUTS)
-        self._names = [contract.action_output, *(REFERENCE_OUTPUTS if self.has_reference else ())]
-        self._obs_name = contract.inputs[0][0]
+        # one I/O binding to buffers allocated once (as OnnxModel): one thread at a time may call it
+        shapes = {a.name: [1, *a.shape[1:]] for a in self.session.get_outputs()}
+        self._obs = np.zeros((1, contract.inputs[0][1]), dtype=np.float32)
         self._time_step = np.zeros((1, 1), dtype=np.float32)
+        self._binding = self.session.io_binding()
+        self._binding.bind_cpu_input(contract.inputs[0][0], self._obs)
+        if len(contract.inputs) > 1:
+            self._binding.bind_cpu_input("time_step", self._time_step)
+        self._outputs: dict[str, np.ndarray] = {}
+        for name in [contract.action_output, *(REFERENCE_OUTPUTS if self.has_reference else ())]:
+            buffer = np.zeros(shapes[name], dtype=np.float32)
+            self._binding.bind_output(name, "cpu", 0, np.float32, list(buffer.shape), buffer.ctypes.data)
+            self._outputs[name] = buffer
+        self._action = self._outputs[contract.action_output]
         self.reference: dict[str, np.ndarray] = {}
-        """The last call's reference outputs (batch dimension removed)."""
+        """The last call's reference outputs (batch dimension removed; overwritten by the next call)."""
 
     def __call__(self, obs: np.ndarray, time_step: int = 0) -> np.ndarray:
         """Raw action (actor order) for one float32 observation; keeps the reference outputs."""
-        feed = {self._obs_name: obs.reshape(1, -1).astype(np.float32, copy=False)}
-        if len(self.contract.inputs) > 1:
-            self._time_step[0, 0] = time_step
-            feed["time_step"] = self._time_step
-        results = self.session.run(self._names, feed)
+        np.copyto(self._obs, obs.reshape(1, -1), casting="no")  # float32 only, as the model takes
+        self._time_step[0, 0] = time_step
+        self.session.run_with_iobinding(self._binding)
         if self.has_reference:
-            self.reference = {n: np.asarray(r)[0] for n, r in zip(REFERENCE_OUTPUTS, results[1:])}
-        return np.asarray(results[0])[0].copy()
+            self.reference = {n: self._outputs[n][0] for n in REFERENCE_OUTPUTS}
+        return self._action[0].copy()

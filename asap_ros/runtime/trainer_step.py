@@ -100,7 +100,7 @@ class TrainerStep:
             self._asap.reset()
         if self.contract.trainer == "beyondmimic":
             self.actor(np.zeros(self.contract.obs_dim, dtype=np.float32), 0)
-            self._reference = dict(self.actor.reference)
+            self._reference = {n: r.copy() for n, r in self.actor.reference.items()}
             anchor = self._anchor_index()
             robot_yaw = float(yaw_of(self._robot_anchor(state)))
             motion_yaw = float(yaw_of(self._reference["body_quat_w"][anchor]))
@@ -133,8 +133,8 @@ class TrainerStep:
         return torso_quat(state.quat_wxyz, *(float(state.q[i]) for i in self._waist))
 
     def _targets(self, action: np.ndarray) -> np.ndarray:
-        raw = action if self.contract.action_clip is None else np.clip(action, -self.contract.action_clip,
-                                                                        self.contract.action_clip)  # fmt: skip
+        clip = self.contract.action_clip
+        raw = action if clip is None else np.minimum(np.maximum(action, -clip), clip)  # np.clip is slower
         q_target = np.array(self.contract.default_q, dtype=np.float64)
         q_target[self._indices] = self._default_actor + self.contract.action_scale_actor * raw
         self.robot.clip_targets(q_target, out=q_target)
@@ -153,7 +153,7 @@ class TrainerStep:
             obs = holosoma_observation(self.contract.terms, state.q, state.dq, state.quat_wxyz, state.gyro,
                                        self._indices, self._default_actor, self.last_action, self.command, self.phase)
             action = self.actor(obs)
-            self.last_action = np.clip(action, -100.0, 100.0).astype(np.float32)
+            self.last_action = np.minimum(np.maximum(action, -100.0), 100.0)  # holosoma's clip, float32
             self.time_step += 1
             return TrainerOutput(self._targets(action), obs, action, self.time_step - 1, False)
         return self._beyondmimic(state, mocap)
@@ -171,7 +171,7 @@ class TrainerStep:
         step = min(self.time_step, (self.contract.motion_steps or 1) - 1)
         action = self.actor(obs, step)
         self.last_action = action.astype(np.float32)
-        self._reference = dict(self.actor.reference)
+        self._reference = {n: r.copy() for n, r in self.actor.reference.items()}
         reference_q = np.array(self.contract.default_q, dtype=np.float64)
         reference_q[self._indices] = self._reference["joint_pos"]
         self.time_step += 1

@@ -186,3 +186,27 @@ def test_obs_width_checked_on_load(holosoma, robot, tmp_path):
         load_actor_spec(path, robot)
     assert error.value.key == "observation.terms"
     assert np.isfinite(error.value.value)
+
+
+def test_external_weights(holosoma, robot, tmp_path, capsys):
+    """``policy.onnx`` + ``policy.onnx.data`` (mjlab's export): the data file's SHA-256 is in the spec
+    and checked on load; the model runs as the single-file one."""
+    from asap_ros.config.policy_spec import sha256_of
+    from tests.config.onnx_metadata import with_external_data
+
+    model = with_external_data(holosoma, tmp_path / "policy.onnx")
+    data = tmp_path / "policy.onnx.data"
+    spec = _import(model, robot, tmp_path)
+    written = yaml.safe_load(spec.read_text())["actor"]["external_data"]
+    assert written == [{"file": str(data), "sha256": sha256_of(data)}]
+    assert load_actor_spec(spec, robot).external_data == ((data, sha256_of(data)),)
+    assert main(["check-policy", str(spec)]) == 0
+    assert f"weights: {data} sha256 {sha256_of(data)} ok" in capsys.readouterr().out
+    data.write_bytes(data.read_bytes()[:-4] + b"\0\0\0\0")
+    with pytest.raises(ConfigError, match="does not match") as error:
+        load_actor_spec(spec, robot)
+    assert error.value.key == "actor.external_data[0].sha256"
+    data.unlink()
+    with pytest.raises(ConfigError, match="not there") as error:
+        import_actor(model, robot)
+    assert error.value.value == str(data)
