@@ -3,8 +3,8 @@
 Each spec is made by ``policy import`` from ``../shared/trainer-actors`` (or given); the states are
 those of a lock-step run of the actor on the simulated G1 (``asap-ros rollout``'s harness; holosoma
 walking at 0.5 m/s). Then, over those states, a fresh :class:`TrainerStep` runs back to back
-(observation, ONNX Runtime, targets) and, on the same observations and time steps, the actor
-alone. Prints p50/p99 of both and the ratio step / actor at p50: the figure ``asap-ros bench
+(observation, ONNX Runtime, targets) and, after each step, the actor alone on its observation
+and time step (interleaved: both under the same load). Prints p50/p99 of both and the ratio step / actor at p50: the figure ``asap-ros bench
 tick`` gives ASAP's actors as (observation + targets + inference) / inference. Asserts nothing.
 
     .venv/bin/python benchmarks/trainer_step.py [--steps 600] [SPEC.yaml ...]
@@ -61,19 +61,17 @@ def bench(spec: Path, steps: int) -> tuple[str, np.ndarray, np.ndarray]:
     stepper.reset(states[0])
     stepper.set_command((0.5, 0.0, 0.0))
     mocap = (np.array([0.0, 0.0, 1.0]), np.zeros(3)) if contract.needs_mocap else None
-    step_ns, inputs = [], []
-    for state in states:
+    step_ns, actor_ns = [], []
+    for state in states:  # interleaved, so that both see the same load on the machine
         start = time.perf_counter_ns()
         output = stepper.step(state, mocap)
         step_ns.append(time.perf_counter_ns() - start)
-        inputs.append((output.obs.copy(), output.time_step))
+        obs = output.obs.copy()
+        start = time.perf_counter_ns()
+        stepper.actor(obs, output.time_step)
+        actor_ns.append(time.perf_counter_ns() - start)
         if output.done:
             stepper.reset(state)
-    actor_ns = []
-    for obs, time_step in inputs:
-        start = time.perf_counter_ns()
-        stepper.actor(obs, time_step)
-        actor_ns.append(time.perf_counter_ns() - start)
     return contract.name, np.array(step_ns) / 1e3, np.array(actor_ns) / 1e3
 
 

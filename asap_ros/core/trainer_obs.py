@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -33,24 +33,37 @@ STAND_COMMAND = 0.01
 """holosoma stands (both feet at phase pi) while |lin_vel| and |ang_vel| are below this (m/s, rad/s)."""
 
 
-@lru_cache(maxsize=64)
-def _scales(terms: tuple[ObsBlock, ...]) -> np.ndarray:
-    scales = np.concatenate([np.full(t.dim, t.scale) for t in terms])
-    scales.setflags(write=False)
-    return scales
+_LAYOUTS: dict[int, tuple[Sequence[ObsBlock], tuple[tuple[str, int, int], ...], np.ndarray]] = {}
+"""Offsets and scale vector of each term list seen, by identity (the entry keeps the list alive,
+so its id stays its own); a control loop passes the same list every step."""
 
 
-def assemble(values: Mapping[str, np.ndarray], terms: Sequence[ObsBlock]) -> np.ndarray:
+def _layout(terms: Sequence[ObsBlock]) -> tuple[tuple[tuple[str, int, int], ...], np.ndarray]:
+    hit = _LAYOUTS.get(id(terms))
+    if hit is None or hit[0] is not terms:
+        blocks, start = [], 0
+        for term in terms:
+            blocks.append((term.name, start, start + term.dim))
+            start += term.dim
+        scales = np.concatenate([np.full(t.dim, t.scale) for t in terms])
+        if len(_LAYOUTS) >= 64:
+            _LAYOUTS.clear()
+        hit = _LAYOUTS[id(terms)] = (terms, tuple(blocks), scales)
+    return hit[1], hit[2]
+
+
+def assemble(values: Mapping[str, Any], terms: Sequence[ObsBlock]) -> np.ndarray:
     """Concatenate ``scale * value`` of each term in ``terms``' order: the float64 product rounded
     once to float32, as the trainers compute it."""
-    parts = [np.asarray(values[t.name], dtype=np.float64).reshape(-1) for t in terms]
-    raw = np.concatenate(parts)
-    scales = _scales(terms if isinstance(terms, tuple) else tuple(terms))
-    if raw.size != scales.size or any(p.size != t.dim for t, p in zip(terms, parts)):
-        term, part = next((t, p) for t, p in zip(terms, parts) if p.size != t.dim)
-        raise ConfigError(None, f"observation.{term.name}", f"value has {part.size} floats, the term {term.dim}")
-    scaled: np.ndarray = raw * scales
-    return scaled.astype(np.float32)
+    blocks, scales = _layout(terms)
+    raw = np.empty(scales.size)
+    for name, start, end in blocks:
+        value = values[name]
+        if np.size(value) != end - start:
+            raise ConfigError(None, f"observation.{name}", f"value has {np.size(value)} floats, the term {end - start}")
+        raw[start:end] = value
+    raw *= scales
+    return raw.astype(np.float32)
 
 
 def projected_gravity(quat_wxyz: np.ndarray) -> np.ndarray:
@@ -84,8 +97,8 @@ def holosoma_observation(
     values = {
         "actions": last_action,
         "base_ang_vel": gyro,
-        "command_ang_vel": np.array([command[2]]),
-        "command_lin_vel": np.array(command[:2]),
+        "command_ang_vel": command[2],
+        "command_lin_vel": command[:2],
         "cos_phase": np.cos(phase),
         "dof_pos": q[motor_indices] - default_q_actor,
         "dof_vel": dq[motor_indices],
@@ -134,7 +147,7 @@ def beyondmimic_observation(
     outputs (actor order). ``mocap`` = (robot anchor position [3] world, motion anchor position [3]
     world, base linear velocity [3] body frame), required when a term needs it."""
     values = {
-        "command": np.concatenate([ref_joint_pos, ref_joint_vel]),
+        "command": np.concatenate((ref_joint_pos, ref_joint_vel)),
         "motion_anchor_ori_b": anchor_ori_b(robot_anchor_quat, motion_anchor_quat),
         "base_ang_vel": gyro,
         "joint_pos": q[motor_indices] - default_q_actor,
