@@ -32,7 +32,6 @@ from asap_ros.config.actor_spec import TRAINERS
 from asap_ros.config.reader import load_config
 from asap_ros.core.actor_contract import (
     PRECISION_TOLERANCE,
-    ObsBlock,
     bind_joints,
     check_obs_dims,
     check_per_joint,
@@ -40,6 +39,7 @@ from asap_ros.core.actor_contract import (
     require_all_motors,
 )  # fmt: skip
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.policy_spec import ObsTerm
 from asap_ros.core.robot import RobotModel
 
 HOLOSOMA_DEFAULTS = "holosoma_inference 0.1.3 default for g1_29dof"
@@ -321,9 +321,9 @@ def check_imported(spec: Mapping[str, Any], robot: RobotModel, source: Path | st
             if not 0.0 < float(scale.get(joint, 0.0)) <= 1.0:
                 raise ConfigError(source, f"action.scale.{joint}", "must be in (0, 1] rad per unit", scale.get(joint))
     obs = spec["observation"]
-    blocks = [ObsBlock(t["name"], int(t["dim"]), float(t["scale"])) for t in obs["terms"]]
+    blocks = [ObsTerm(t["name"], int(t["dim"]), float(t["scale"])) for t in obs["terms"]]
     if "history" in obs:
-        blocks.append(ObsBlock(obs["history"]["name"], obs["history"]["length"] * sum(b.dim for b in blocks), 1.0))
+        blocks.append(ObsTerm(obs["history"]["name"], obs["history"]["length"] * sum(b.dim for b in blocks), 1.0))
     check_obs_dims(blocks, int(spec["actor"]["inputs"][0]["dim"]), source, "observation.terms")
     if action_dim != len(joints):
         raise ConfigError(source, "joints", f"lists {len(joints)} joints but the model's action has {action_dim}",

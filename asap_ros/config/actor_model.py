@@ -65,20 +65,27 @@ def _width(path: Path, kind: str, arg: ort.NodeArg) -> int:
     return width
 
 
+def onnx_session(path: Path, source: str | Path, key: str) -> ort.InferenceSession:
+    """An ONNX Runtime session on the CPU, one thread, sequential (the control step's settings);
+    an unreadable model is a :class:`ConfigError` naming ``source``, ``key`` and the path."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # ORT raises its own exception types for unreadable models
+        raise ConfigError(source, key, f"not a loadable ONNX model: {exc}", str(path)) from exc
+
+
 def open_actor_file(path: Path) -> ActorFile:
     """Load ``path`` with ONNX Runtime on the CPU (external weights beside it)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(path, None, "no such ONNX file", str(path))
     external = external_data_files(path)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    try:
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # ORT raises its own exception types for unreadable models
-        raise ConfigError(path, None, f"not a loadable ONNX model: {exc}", str(path)) from exc
+    session = onnx_session(path, path, "file")
     inputs, outputs = session.get_inputs(), session.get_outputs()
     return ActorFile(
         path=path, session=session, sha256=sha256_of(path),

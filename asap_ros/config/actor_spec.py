@@ -24,12 +24,12 @@ from asap_ros.config.reader import ConfigReader, load_config
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.actor_contract import (
     ActorContract,
-    ObsBlock,
     bind_joints,
     check_obs_dims,
     check_per_joint,
     require_all_motors,
 )  # fmt: skip
+from asap_ros.core.policy_spec import ObsTerm
 from asap_ros.core.robot import RobotModel
 from asap_ros.core.trainer_obs import MOCAP_TERMS
 
@@ -55,13 +55,13 @@ def _file(cfg: ConfigReader, key: str, base: Path) -> tuple[Path, str]:
     return path, actual
 
 
-def _terms(obs: ConfigReader) -> list[ObsBlock]:
+def _terms(obs: ConfigReader) -> list[ObsTerm]:
     obs.reject_unknown({"order", "terms", "history"})
     order = obs.str("order", choices={"listed", "alphabetical"})
     terms = []
     for term in obs.sections("terms"):
         term.reject_unknown({"name", "dim", "scale"})
-        terms.append(ObsBlock(term.str("name"), term.int("dim", low=1), term.float("scale")))
+        terms.append(ObsTerm(term.str("name"), term.int("dim", low=1), term.float("scale")))
     names = [t.name for t in terms]
     if order == "alphabetical" and names != sorted(names):
         raise obs.error("terms", "order is alphabetical but the terms are not sorted by name", names)
@@ -70,7 +70,7 @@ def _terms(obs: ConfigReader) -> list[ObsBlock]:
         history.reject_unknown({"name", "length", "order"})
         history.str("order", choices={"newest_first"})
         width = history.int("length", low=1) * sum(t.dim for t in terms)
-        terms = sorted([*terms, ObsBlock(history.str("name"), width, 1.0)], key=lambda t: t.name)
+        terms = sorted([*terms, ObsTerm(history.str("name"), width, 1.0)], key=lambda t: t.name)
     return terms
 
 

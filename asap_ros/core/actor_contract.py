@@ -16,21 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.policy_spec import ObsTerm
 from asap_ros.core.robot import RobotModel, gain_problem
 
 PRECISION_TOLERANCE = 0.01
 """Largest relative change of a gain or action scale that rounding in a file may hide (1 %):
 a value written with ``d`` decimals may be off by up to ``0.5 * 10**-d``; BeyondMimic writes 3
 decimals, so its wrists' action scale 0.075 (true 0.0745) may be off by 0.67 %, within this."""
-
-
-@dataclass(frozen=True)
-class ObsBlock:
-    """One observation term: ``scale`` times its raw value, ``dim`` floats."""
-
-    name: str
-    dim: int
-    scale: float
 
 
 @dataclass(frozen=True)
@@ -53,7 +45,7 @@ class ActorContract:
     joints: tuple[str, ...]
     motor_indices: np.ndarray
     """Motor index of each actor joint (actor order)."""
-    terms: tuple[ObsBlock, ...]
+    terms: tuple[ObsTerm, ...]
     """Observation terms in concatenation order (alphabetical for ASAP and holosoma, the listed
     order for BeyondMimic)."""
     default_q: np.ndarray
@@ -150,7 +142,7 @@ def precision_problem(text: str, tolerance: float = PRECISION_TOLERANCE) -> str 
     return None
 
 
-def check_obs_dims(terms: Sequence[ObsBlock], input_dim: int, source: str | Path, key: str) -> None:
+def check_obs_dims(terms: Sequence[ObsTerm], input_dim: int, source: str | Path, key: str) -> None:
     """The named terms must add up to the model's observation width."""
     total = sum(t.dim for t in terms)
     if total != input_dim:

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from asap_ros.core.actor_contract import ObsBlock
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.policy_spec import ObsTerm
 from asap_ros.core.quaternion import gravity_in_body, quat_conjugate, quat_multiply_one, quat_wxyz_matrix
 
 MOCAP_TERMS = ("motion_anchor_pos_b", "base_lin_vel")
@@ -33,12 +33,12 @@ STAND_COMMAND = 0.01
 """holosoma stands (both feet at phase pi) while |lin_vel| and |ang_vel| are below this (m/s, rad/s)."""
 
 
-_LAYOUTS: dict[int, tuple[Sequence[ObsBlock], tuple[tuple[str, int, int], ...], np.ndarray]] = {}
+_LAYOUTS: dict[int, tuple[Sequence[ObsTerm], tuple[tuple[str, int, int], ...], np.ndarray]] = {}
 """Offsets and scale vector of each term list seen, by identity (the entry keeps the list alive,
 so its id stays its own); a control loop passes the same list every step."""
 
 
-def _layout(terms: Sequence[ObsBlock]) -> tuple[tuple[tuple[str, int, int], ...], np.ndarray]:
+def _layout(terms: Sequence[ObsTerm]) -> tuple[tuple[tuple[str, int, int], ...], np.ndarray]:
     hit = _LAYOUTS.get(id(terms))
     if hit is None or hit[0] is not terms:
         blocks, start = [], 0
@@ -52,7 +52,7 @@ def _layout(terms: Sequence[ObsBlock]) -> tuple[tuple[tuple[str, int, int], ...]
     return hit[1], hit[2]
 
 
-def assemble(values: Mapping[str, Any], terms: Sequence[ObsBlock]) -> np.ndarray:
+def assemble(values: Mapping[str, Any], terms: Sequence[ObsTerm]) -> np.ndarray:
     """Concatenate ``scale * value`` of each term in ``terms``' order: the float64 product rounded
     once to float32, as the trainers compute it."""
     blocks, scales = _layout(terms)
@@ -89,7 +89,7 @@ def holosoma_phase_step(phase: np.ndarray, command: Sequence[float], period_s: f
 
 
 def holosoma_observation(
-    terms: Sequence[ObsBlock], q: np.ndarray, dq: np.ndarray, quat_wxyz: np.ndarray, gyro: np.ndarray,
+    terms: Sequence[ObsTerm], q: np.ndarray, dq: np.ndarray, quat_wxyz: np.ndarray, gyro: np.ndarray,
     motor_indices: np.ndarray, default_q_actor: np.ndarray, last_action: np.ndarray,
     command: Sequence[float], phase: np.ndarray,
 ) -> np.ndarray:  # fmt: skip
@@ -138,7 +138,7 @@ def anchor_ori_b(robot_anchor_quat: np.ndarray, motion_anchor_quat: np.ndarray) 
 
 
 def beyondmimic_observation(
-    terms: Sequence[ObsBlock], q: np.ndarray, dq: np.ndarray, gyro: np.ndarray, motor_indices: np.ndarray,
+    terms: Sequence[ObsTerm], q: np.ndarray, dq: np.ndarray, gyro: np.ndarray, motor_indices: np.ndarray,
     default_q_actor: np.ndarray, last_action: np.ndarray, ref_joint_pos: np.ndarray, ref_joint_vel: np.ndarray,
     robot_anchor_quat: np.ndarray, motion_anchor_quat: np.ndarray,
     mocap: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, source: str | None = None,

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 
+from asap_ros.config.actor_model import onnx_session
 from asap_ros.core.actor_contract import ActorContract
 from asap_ros.core.errors import ConfigError
 
@@ -18,16 +18,8 @@ class TrainerActor:
 
     def __init__(self, contract: ActorContract):
         self.contract = contract
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3
         source = contract.source
-        try:
-            self.session = ort.InferenceSession(str(contract.actor_path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # ORT raises its own exception types for unreadable models
-            raise ConfigError(source, "actor.file", f"not a loadable ONNX model: {exc}", str(contract.actor_path)) from exc
+        self.session = onnx_session(contract.actor_path, source, "actor.file")
         actual = [(a.name, a.shape[-1]) for a in self.session.get_inputs()]
         if actual != list(contract.inputs):
             raise ConfigError(source, "actor.inputs", f"the model takes {actual}", list(contract.inputs))

@@ -22,7 +22,7 @@ import numpy as np
 from asap_ros.core.actor_contract import ActorContract
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.policy import PolicyRunner
-from asap_ros.core.policy_spec import HistorySpec, ObsTerm, PolicySpec
+from asap_ros.core.policy_spec import HistorySpec, PolicySpec
 from asap_ros.core.quaternion import yaw_of
 from asap_ros.core.robot import RobotModel
 from asap_ros.core.state import RobotState
@@ -55,7 +55,7 @@ class TrainerOutput:
 
 def asap_spec_of(contract: ActorContract, robot: RobotModel) -> PolicySpec:
     """An ASAP :class:`PolicySpec` of an imported ASAP-layout contract (terms + 4-step history)."""
-    terms = tuple(ObsTerm(t.name, t.dim, t.scale) for t in contract.terms if not t.name.startswith("history"))
+    terms = tuple(t for t in contract.terms if not t.name.startswith("history"))
     history = next(t for t in contract.terms if t.name.startswith("history"))
     length = history.dim // sum(t.dim for t in terms)
     driven = contract.joints

@@ -33,32 +33,17 @@ def _string(field: int, text: bytes) -> bytes:
 
 def with_metadata(source: Path, target: Path, changes: dict[str, str | None]) -> Path:
     """Write ``source`` to ``target`` with each ``changes`` key set to its value (None: removed)."""
-    data = source.read_bytes()
-    out, pos, seen = bytearray(), 0, set()
-    while pos < len(data):
-        start = pos
-        key, pos = _varint(data, pos)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            _, pos = _varint(data, pos)
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            payload, pos = data[pos : pos + length], pos + length
-            if field == 14:
-                klen, kpos = _varint(payload, 1)
-                name = payload[kpos : kpos + klen].decode()
-                if name in changes:
-                    seen.add(name)
-                    if changes[name] is not None:
-                        entry = _string(1, name.encode()) + _string(2, changes[name].encode())
-                        out += _string(14, entry)
-                    continue
-        else:
-            raise ValueError(f"unexpected wire type {wire} at byte {start}")
-        out += data[start:pos]
-    for name in set(changes) - seen:
-        if changes[name] is not None:
-            out += _string(14, _string(1, name.encode()) + _string(2, changes[name].encode()))
+    out = bytearray()
+    for field, _, payload, whole in _fields(source.read_bytes()):
+        if field == 14:  # ModelProto.metadata_props
+            klen, kpos = _varint(payload, 1)
+            name = payload[kpos : kpos + klen].decode()
+            if name in changes:
+                continue
+        out += whole
+    for name, value in changes.items():
+        if value is not None:
+            out += _string(14, _string(1, name.encode()) + _string(2, value.encode()))
     target.write_bytes(bytes(out))
     return target
 

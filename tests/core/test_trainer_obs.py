@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from asap_ros.config.robot import load_robot_model
-from asap_ros.core.actor_contract import ObsBlock
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.policy_spec import ObsTerm
 from asap_ros.core.trainer_obs import (
     anchor_ori_b,
     beyondmimic_observation,
@@ -31,14 +31,14 @@ ISAACLAB = ("left_hip_pitch_joint,right_hip_pitch_joint,waist_yaw_joint,left_hip
             "right_elbow_joint,left_wrist_roll_joint,right_wrist_roll_joint,left_wrist_pitch_joint,"
             "right_wrist_pitch_joint,left_wrist_yaw_joint,right_wrist_yaw_joint").split(",")  # fmt: skip
 
-HOLOSOMA = [ObsBlock("actions", 29, 1.0), ObsBlock("base_ang_vel", 3, 0.25), ObsBlock("command_ang_vel", 1, 1.0),
-            ObsBlock("command_lin_vel", 2, 1.0), ObsBlock("cos_phase", 2, 1.0), ObsBlock("dof_pos", 29, 1.0),
-            ObsBlock("dof_vel", 29, 0.05), ObsBlock("projected_gravity", 3, 1.0), ObsBlock("sin_phase", 2, 1.0)]  # fmt: skip
-BEYONDMIMIC_154 = [ObsBlock("command", 58, 1.0), ObsBlock("motion_anchor_ori_b", 6, 1.0),
-                   ObsBlock("base_ang_vel", 3, 1.0), ObsBlock("joint_pos", 29, 1.0), ObsBlock("joint_vel", 29, 1.0),
-                   ObsBlock("actions", 29, 1.0)]  # fmt: skip
-BEYONDMIMIC_160 = [BEYONDMIMIC_154[0], ObsBlock("motion_anchor_pos_b", 3, 1.0), BEYONDMIMIC_154[1],
-                   ObsBlock("base_lin_vel", 3, 1.0), *BEYONDMIMIC_154[2:]]  # fmt: skip
+HOLOSOMA = [ObsTerm("actions", 29, 1.0), ObsTerm("base_ang_vel", 3, 0.25), ObsTerm("command_ang_vel", 1, 1.0),
+            ObsTerm("command_lin_vel", 2, 1.0), ObsTerm("cos_phase", 2, 1.0), ObsTerm("dof_pos", 29, 1.0),
+            ObsTerm("dof_vel", 29, 0.05), ObsTerm("projected_gravity", 3, 1.0), ObsTerm("sin_phase", 2, 1.0)]  # fmt: skip
+BEYONDMIMIC_154 = [ObsTerm("command", 58, 1.0), ObsTerm("motion_anchor_ori_b", 6, 1.0),
+                   ObsTerm("base_ang_vel", 3, 1.0), ObsTerm("joint_pos", 29, 1.0), ObsTerm("joint_vel", 29, 1.0),
+                   ObsTerm("actions", 29, 1.0)]  # fmt: skip
+BEYONDMIMIC_160 = [BEYONDMIMIC_154[0], ObsTerm("motion_anchor_pos_b", 3, 1.0), BEYONDMIMIC_154[1],
+                   ObsTerm("base_lin_vel", 3, 1.0), *BEYONDMIMIC_154[2:]]  # fmt: skip
 
 # one state, every motor different: q_i = 0.01 i - 0.1, dq_i = 0.1 - 0.03 i (motor order)
 Q = np.array([0.01 * i - 0.1 for i in range(29)])
