@@ -13,6 +13,10 @@ PD blend to the first frame while standing free, or an upper-body blend under ho
 G1 fall or step away here; BeyondMimic's actors start well from holosoma's stance.) This harness
 has no safety state machine: it measures the actors, it is not the deploy path.
 
+With ``--dump-obs`` every actor step is also written to ``steps.npz``: ``t_s``, ``segment``,
+``time_step`` (of a motion in the model; a locomotion actor's step count), ``q``, ``q_target``,
+``reference_q`` (the model's own, NaN without one) and per segment ``obs_<i>``, ``actions_<i>``.
+
 Summary (``summary.json``): fell (pelvis below ``FALL_HEIGHT_M`` or tilted beyond
 ``FALL_TILT_DEG``), per command segment the distance travelled, the mean velocity in the heading
 frame and the yaw rate against the command; per motion the mean joint error to the model's own
@@ -78,7 +82,28 @@ class ActorSession:
         self.dt = control_dt
         self.t_s = 0.0
         self.fell_at: float | None = None
-        self.log: list[str] = []
+        self.rows: list[tuple[Any, ...]] = []
+        """Per actor step: (t_s, segment, time_step, q, q_target, obs, raw_action, reference_q)."""
+
+    def record(self, segment: int, state: Any, output: Any) -> None:
+        reference = output.reference_q if output.reference_q is not None else np.full(29, np.nan)
+        self.rows.append((self.t_s, segment, output.time_step, state.q.copy(), output.q_target.copy(),
+                          output.obs.copy(), output.raw_action.copy(), reference))  # fmt: skip
+
+    def save(self, path: Path) -> None:
+        """The recorded steps as one npz (obs and actions keep each actor's width: one array per
+        segment), the time step of a motion in the model beside each row."""
+        columns = list(zip(*self.rows)) if self.rows else [[]] * 8
+        segments = np.array(columns[1], dtype=np.int64)
+        data: dict[str, np.ndarray] = {
+            "t_s": np.array(columns[0]), "segment": segments, "time_step": np.array(columns[2], dtype=np.int64),
+            "q": np.array(columns[3]), "q_target": np.array(columns[4]), "reference_q": np.array(columns[7]),
+        }  # fmt: skip
+        for segment in sorted(set(segments.tolist())):
+            rows = [r for r in self.rows if r[1] == segment]
+            data[f"obs_{segment}"] = np.array([r[5] for r in rows], dtype=np.float32)
+            data[f"actions_{segment}"] = np.array([r[6] for r in rows], dtype=np.float32)
+        np.savez(path, **data)
 
     def send(self, q: np.ndarray, kp: np.ndarray, kd: np.ndarray) -> None:
         from asap_ros.core.state import JointCommand
@@ -104,7 +129,7 @@ class ActorSession:
         quat = self.physics.pelvis_quat_wxyz()
         return self.physics.data.xpos[self.torso].copy(), quat_rotate(quat_conjugate(quat), self.physics.data.qvel[0:3])
 
-    def walk(self, stepper: Any, command: np.ndarray, duration: float) -> dict[str, Any]:
+    def walk(self, stepper: Any, command: np.ndarray, duration: float, segment: int = 0) -> dict[str, Any]:
         from asap_ros.core.quaternion import yaw_of
 
         physics = self.physics
@@ -112,7 +137,9 @@ class ActorSession:
         start_pos, start_yaw = physics.pelvis_pos(), float(yaw_of(physics.pelvis_quat_wxyz()))
         velocities, yaw_rates = [], []
         for _ in range(round(duration / self.dt)):
-            output = stepper.step(self.sim.read_state())
+            state = self.sim.read_state()
+            output = stepper.step(state)
+            self.record(segment, state, output)
             self.send(output.q_target, stepper.contract.kp, stepper.contract.kd)
             heading = float(yaw_of(physics.pelvis_quat_wxyz()))
             v_world, c, s = physics.data.qvel[0:3], math.cos(heading), math.sin(heading)
@@ -130,7 +157,7 @@ class ActorSession:
             "turned_rad": turned,
         }  # fmt: skip
 
-    def motion(self, stepper: Any) -> dict[str, Any]:
+    def motion(self, stepper: Any, segment: int = 0) -> dict[str, Any]:
         from asap_ros.core.quaternion import quat_conjugate, quat_multiply, quat_to_rotvec
 
         physics, contract = self.physics, stepper.contract
@@ -141,7 +168,9 @@ class ActorSession:
         began = self.t_s
         while True:
             mocap = self.mocap() if contract.needs_mocap else None
-            output = stepper.step(self.sim.read_state(), mocap)
+            state = self.sim.read_state()
+            output = stepper.step(state, mocap)
+            self.record(segment, state, output)
             self.send(output.q_target, contract.kp, contract.kd)
             if output.reference_q is not None:
                 actor_q = contract.motor_indices
@@ -164,7 +193,7 @@ class ActorSession:
 
 
 def run_actor(spec: Path, commands: list[str] | None, profile: str, stand_up_s: float | None, out: Path,
-              motion_spec: Path | None = None) -> int:  # fmt: skip
+              motion_spec: Path | None = None, dump: bool = False) -> int:  # fmt: skip
     from asap_ros.config.actor_spec import load_actor_spec
     from asap_ros.config.robot import load_robot_model
     from asap_ros.core.actor_contract import start_pose_problem
@@ -191,7 +220,7 @@ def run_actor(spec: Path, commands: list[str] | None, profile: str, stand_up_s: 
     stepper.reset(session.sim.read_state())
     reports: list[dict[str, Any]] = []
     refused: str | None = None
-    for segment in plan:
+    for index, segment in enumerate(plan):
         if isinstance(segment, str):
             assert motion is not None
             if motion is not stepper:
@@ -201,11 +230,11 @@ def run_actor(spec: Path, commands: list[str] | None, profile: str, stand_up_s: 
                 if refused:
                     reports.append({"motion": motion.contract.name, "refused": refused})
                     break
-            reports.append(session.motion(motion))
+            reports.append(session.motion(motion, index))
             if motion is not stepper:
                 stepper.reset(session.sim.read_state())  # the locomotion actor takes over again
         else:
-            reports.append(session.walk(stepper, *segment))
+            reports.append(session.walk(stepper, *segment, index))
         if session.fell_at is not None:
             break
     summary: dict[str, Any] = {
@@ -214,6 +243,9 @@ def run_actor(spec: Path, commands: list[str] | None, profile: str, stand_up_s: 
         "refused": refused, "segments": reports, "wall_time_s": time.monotonic() - began,
     }  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
+    if dump:
+        session.save(out / "steps.npz")
+        summary["files"] = {"steps": str(out / "steps.npz")}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     return 1 if session.fell_at is not None or refused else 0

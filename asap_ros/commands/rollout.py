@@ -147,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
     if args.policy is not None and is_actor_spec(args.policy):
         from asap_ros.commands.actor_rollout import run_actor
 
-        return run_actor(args.policy, args.velocity, args.profile, args.stand_up_s, output_dir(args.out), args.motion)
+        return run_actor(args.policy, args.velocity, args.profile, args.stand_up_s, output_dir(args.out), args.motion,
+                         args.dump_obs)
     if args.velocity:
         raise SystemExit("asap-ros rollout: --command is for a locomotion actor imported with policy import")
     from asap_ros.sim.session import COMPLETED, prepare_run

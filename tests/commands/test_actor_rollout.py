@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import yaml
 
@@ -70,10 +71,15 @@ def test_walk_motion_walk(trainer_actors, tmp_path):
     loco = _spec(trainer_actors / "holosoma" / "ppo_g1_29dof.onnx", tmp_path)
     jump = _spec(trainer_actors / "beyondmimic" / "Jump_wose.onnx", tmp_path)
     rc, summary = _rollout(loco, tmp_path, "--motion", jump, "--command", "0.5,0,0:3", "--command", "0,0,0:1",
-                           "--command", "MOTION", "--command", "0.5,0,0:3")  # fmt: skip
+                           "--command", "MOTION", "--command", "0.5,0,0:3", "--dump-obs")  # fmt: skip
     walk, _, motion, again = summary["segments"]
     assert rc == 0 and not summary["fell"] and summary["refused"] is None
     assert motion["steps_run"] == 165 and walk["distance_m"] > 0.5 and again["distance_m"] > 0.5
+    steps = np.load(summary["files"]["steps"])
+    in_motion = steps["segment"] == 2
+    assert steps["time_step"][in_motion].tolist() == list(range(165))  # the model's time_step, recorded
+    assert steps["obs_2"].shape == (165, 154) and steps["obs_3"].shape == (150, 100)
+    assert np.isfinite(steps["reference_q"][in_motion]).all() and np.isnan(steps["reference_q"][~in_motion]).all()
 
 
 def test_motion_segment_needs_a_motion(trainer_actors, tmp_path, capsys):
