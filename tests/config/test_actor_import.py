@@ -210,3 +210,12 @@ def test_external_weights(holosoma, robot, tmp_path, capsys):
     with pytest.raises(ConfigError, match="not there") as error:
         import_actor(model, robot)
     assert error.value.value == str(data)
+
+
+def test_asap_spec_loader_names_a_trainer_spec(holosoma, robot, tmp_path):
+    from asap_ros.config.policy_spec import load_policy_spec
+
+    path = _import(holosoma, robot, tmp_path)
+    with pytest.raises(ConfigError, match="rollout run it") as error:
+        load_policy_spec(path, robot)
+    assert error.value.key == "trainer" and error.value.value == "holosoma"
