@@ -152,7 +152,7 @@ def probe_motion_steps(actor: ActorFile) -> int:
                       MOTION_PROBE_MAX_STEPS)  # fmt: skip
 
 
-def _beyondmimic(actor: ActorFile, robot: RobotModel, tolerance: float) -> Imported:
+def _beyondmimic(actor: ActorFile, tolerance: float) -> Imported:
     for key in BEYONDMIMIC_KEYS:
         _csv(actor, key)
     joints = _csv(actor, "joint_names")
@@ -193,7 +193,7 @@ def _beyondmimic(actor: ActorFile, robot: RobotModel, tolerance: float) -> Impor
     return out
 
 
-def _holosoma(actor: ActorFile, robot: RobotModel) -> Imported:
+def _holosoma(actor: ActorFile) -> Imported:
     joints = [str(j) for j in _json(actor, "dof_names")]
     kp, kd = _json(actor, "kp"), _json(actor, "kd")
     ranges = _json(actor, "command_ranges")
@@ -275,9 +275,9 @@ def import_actor(
     if trainer == "auto":
         trainer = detect_trainer(actor)
     if trainer == "beyondmimic":
-        imported = _beyondmimic(actor, robot, tolerance)
+        imported = _beyondmimic(actor, tolerance)
     elif trainer == "holosoma":
-        imported = _holosoma(actor, robot)
+        imported = _holosoma(actor)
     elif trainer == "asap":
         imported = _asap(actor, robot, motion_length_s)
     else:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -61,6 +60,10 @@ def asap_spec_of(contract: ActorContract, robot: RobotModel) -> PolicySpec:
     driven = contract.joints
     if contract.motion_steps is None:
         raise ConfigError(contract.source, "motion", "an ASAP-layout motion actor needs motion.length_s or steps")
+    scales = contract.action_scale_actor
+    if not np.all(scales == scales[0]):
+        raise ConfigError(contract.source, "action.scale", "ASAP's layout takes one action scale for all joints",
+                          sorted({float(v) for v in scales}))  # fmt: skip
     return PolicySpec(
         name=contract.name, source=contract.source, actor_path=contract.actor_path,
         actor_sha256=contract.actor_sha256, input_name=contract.inputs[0][0], input_dim=contract.inputs[0][1],
@@ -186,7 +189,7 @@ def _turn(vector: np.ndarray, yaw: float) -> np.ndarray:
     return np.array([c * vector[0] - s * vector[1], s * vector[0] + c * vector[1], vector[2]])
 
 
-def start_pose(contract: ActorContract, robot: RobotModel, path: Path | None = None) -> np.ndarray:
+def start_pose(contract: ActorContract, robot: RobotModel) -> np.ndarray:
     """[29] pose to blend to before the actor starts: a BeyondMimic motion's first frame, else the
     contract's default pose."""
     pose = np.array(contract.default_q, dtype=np.float64)
