@@ -26,8 +26,8 @@ def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def quat_multiply_one(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product ``a ⊗ b`` of two single quaternions (4,), in scalar arithmetic: the
     control step's form (:func:`quat_multiply` vectorises, at ~20x the cost for one pair)."""
-    aw, ax, ay, az = (float(v) for v in a)
-    bw, bx, by, bz = (float(v) for v in b)
+    aw, ax, ay, az = np.asarray(a, dtype=np.float64).tolist()
+    bw, bx, by, bz = np.asarray(b, dtype=np.float64).tolist()
     return np.array([
         aw * bw - ax * bx - ay * by - az * bz,
         aw * bx + ax * bw + ay * bz - az * by,
@@ -38,7 +38,7 @@ def quat_multiply_one(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def gravity_in_body(quat_wxyz: np.ndarray, out: np.ndarray) -> np.ndarray:
     """World gravity direction (0, 0, -1) in the body frame, R(q)^T g, written into ``out`` [3]."""
-    w, x, y, z = (float(v) for v in quat_wxyz)
+    w, x, y, z = np.asarray(quat_wxyz, dtype=np.float64).tolist()
     out[0] = 2.0 * (w * y - x * z)
     out[1] = -2.0 * (w * x + y * z)
     out[2] = 1.0 - 2.0 * (w * w + z * z)

@@ -109,12 +109,21 @@ class TrainerStep:
             motion_yaw = float(yaw_of(self._reference["body_quat_w"][anchor]))
             self.yaw_offset = robot_yaw - motion_yaw
             self._xy_offset = np.zeros(3)
+            self._align_anchor()
+
+    def _align_anchor(self) -> None:
+        """The current reference's anchor in the robot's world: turned by the heading offset and
+        shifted by the xy offset (kept for the next step's observation and this step's output)."""
+        anchor = self._anchor_index()
+        self._anchor_quat = yaw_aligned(self._reference["body_quat_w"][anchor], self.yaw_offset)
+        self._anchor_pos = _turn(self._reference["body_pos_w"][anchor], self.yaw_offset) + self._xy_offset
 
     def align_position(self, robot_anchor_pos: np.ndarray) -> None:
         """Put the motion's start anchor under the robot's (xy; heights kept), for the 160 variant."""
         start = self._reference["body_pos_w"][self._anchor_index()]
         turned = _turn(start, self.yaw_offset)
         self._xy_offset = np.array([robot_anchor_pos[0] - turned[0], robot_anchor_pos[1] - turned[1], 0.0])
+        self._align_anchor()
 
     def set_command(self, command: Sequence[float]) -> np.ndarray:
         """The velocity command (vx m/s, vy m/s, wz rad/s), clipped to the model's ranges."""
@@ -162,9 +171,7 @@ class TrainerStep:
         return self._beyondmimic(state, mocap)
 
     def _beyondmimic(self, state: RobotState, mocap: Mocap | None) -> TrainerOutput:
-        reference, anchor = self._reference, self._anchor_index()
-        motion_quat = yaw_aligned(reference["body_quat_w"][anchor], self.yaw_offset)
-        motion_pos = _turn(reference["body_pos_w"][anchor], self.yaw_offset) + self._xy_offset
+        reference, motion_quat, motion_pos = self._reference, self._anchor_quat, self._anchor_pos
         robot_anchor = self._robot_anchor(state)
         full = None if mocap is None else (mocap[0], motion_pos, mocap[1])
         obs = beyondmimic_observation(self.contract.terms, state.q, state.dq, state.gyro, self._indices,
@@ -175,13 +182,13 @@ class TrainerStep:
         action = self.actor(obs, step)
         self.last_action = action.astype(np.float32)
         self._reference = {n: r.copy() for n, r in self.actor.reference.items()}
+        self._align_anchor()
         reference_q = np.array(self.contract.default_q, dtype=np.float64)
         reference_q[self._indices] = self._reference["joint_pos"]
         self.time_step += 1
         done = self.contract.motion_steps is not None and self.time_step >= self.contract.motion_steps
-        return TrainerOutput(self._targets(action), obs, action, step, done, reference_q,
-                             yaw_aligned(self._reference["body_quat_w"][anchor], self.yaw_offset),
-                             _turn(self._reference["body_pos_w"][anchor], self.yaw_offset) + self._xy_offset)
+        return TrainerOutput(self._targets(action), obs, action, step, done, reference_q, self._anchor_quat,
+                             self._anchor_pos)
 
 
 def _turn(vector: np.ndarray, yaw: float) -> np.ndarray:
