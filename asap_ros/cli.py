@@ -16,6 +16,7 @@ from asap_ros.core.errors import AsapError
 # subcommand -> (module under asap_ros.commands, one-line help); keep heavy imports inside run()
 COMMANDS: dict[str, tuple[str, str]] = {
     "check-policy": ("asap_ros.commands.check_policy", "check a policy spec against its ONNX actor and run it once"),
+    "policy": ("asap_ros.commands.policy", "write a policy spec from another trainer's ONNX actor (policy import)"),
     "assets": ("asap_ros.commands.assets", "find, verify or fetch ASAP's published assets"),
     "bench": ("asap_ros.commands.bench", "benchmarks of the control path (bench tick)"),
     "doctor": ("asap_ros.commands.doctor", "preflight before launch: network, rt/lowstate, rt/lowcmd writers, ROS, assets, clock"),

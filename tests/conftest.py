@@ -70,3 +70,14 @@ def pytest_unconfigure(config) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(_exit_status)
+
+
+@pytest.fixture(scope="session")
+def trainer_actors() -> Path:
+    """Other trainers' G1 actors (``../shared/trainer-actors`` beside the checkout, or
+    ``$ASAP_TRAINER_ACTORS``), used in place: never copied into the repository."""
+    beside = Path(__file__).resolve().parents[1].parent / "shared" / "trainer-actors"
+    root = Path(os.environ.get("ASAP_TRAINER_ACTORS", beside))
+    if not (root / "SOURCE.md").is_file():
+        pytest.fail(f"other trainers' actors not found at {root} (set ASAP_TRAINER_ACTORS)")
+    return root

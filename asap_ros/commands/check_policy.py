@@ -24,6 +24,45 @@ def resolve_spec_path(spec: str) -> Path:
     return policies_dir() / f"{spec}.yaml"
 
 
+def _check_actor_spec(path: Path, robot) -> int:
+    """A trainer actor's spec (``policy import``): the joint binding, the layout, one zero step."""
+    import numpy as np
+
+    from asap_ros.config.actor_spec import load_actor_spec
+    from asap_ros.runtime.trainer_actor import TrainerActor
+
+    contract = load_actor_spec(path, robot)
+    actor = TrainerActor(contract)
+    action = actor(np.zeros(contract.obs_dim, dtype=np.float32), 0)
+    print(f"spec:    {path} ({contract.name}, trainer {contract.trainer})")
+    print(f"actor:   {contract.actor_path}")
+    print(f"sha256:  {contract.actor_sha256} ok")
+    for data, digest in contract.external_data:
+        print(f"weights: {data} sha256 {digest} ok")
+    inputs = ", ".join(f"{n} [1, {d}]" for n, d in contract.inputs)
+    print(f"onnx:    {inputs} -> {contract.action_output} [1, {len(contract.joints)}] ok")
+    motion = f"{contract.motion_steps} steps ({contract.motion_steps * contract.control_dt:.2f} s)" \
+        if contract.motion_steps else "none (standing or locomotion actor)"  # fmt: skip
+    print(f"motion:  {motion}")
+    if contract.needs_mocap:
+        print("mocap:   required (anchor position and base velocity in the observation)")
+    print("joints (actor index -> motor, kp, kd, default_q, action scale):")
+    for i, (joint, motor) in enumerate(zip(contract.joints, contract.motor_indices)):
+        print(f"  {i:2d} {joint:<27} motor {motor:2d}  kp {contract.kp[motor]:7.3f}  kd {contract.kd[motor]:6.3f}  "
+              f"q0 {contract.default_q[motor]:+.3f}  scale {contract.action_scale_actor[i]:.3f}")
+    print("observation layout:")
+    offset = 0
+    for term in contract.terms:
+        print(f"  {offset:4d} {term.name:<20} {term.dim:4d}  scale {term.scale:g}")
+        offset += term.dim
+    print(f"  total {offset} = actor input {contract.inputs[0][1]}")
+    print(f"action on the zero observation: min {action.min():+.4f} max {action.max():+.4f}")
+    if not np.all(np.isfinite(action)):
+        print("error: the actor returned non-finite values on the zero observation")
+        return 2
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -31,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
     from asap_ros.runtime.policies import run_zero_observation
 
     robot = load_robot_model(args.robot)
+    path = resolve_spec_path(args.spec)
+    from asap_ros.config.actor_spec import is_actor_spec
+
+    if path.is_file() and is_actor_spec(path):
+        return _check_actor_spec(path, robot)
     spec, action = run_zero_observation(resolve_spec_path(args.spec), robot, args.assets_dir)
 
     print(f"spec:    {spec.source} ({spec.name})")

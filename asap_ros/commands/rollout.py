@@ -32,6 +32,12 @@ CONTROL_DT_S = 0.02
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser)
+    parser.add_argument("--command", action="append", dest="velocity", metavar="VX,VY,WZ[:SECONDS]",
+                        help="velocity command segment of a locomotion actor imported with policy import "
+                        "(m/s, m/s, rad/s; 10 s when no time is given), or MOTION (the --motion actor); repeat for "
+                        "a schedule")
+    parser.add_argument("--motion", type=Path, default=None,
+                        help="imported motion actor spec that a --command MOTION segment switches to")
     parser.add_argument(
         "--dump-obs", action="store_true", help="also write the actor's observations and raw actions (obs.npy, actions.npy)"
     )
@@ -136,6 +142,15 @@ def run_lockstep(setup: Any, robot_sim: LockstepG1, observe: StepObserver) -> An
 
 
 def run(args: argparse.Namespace) -> int:
+    from asap_ros.config.actor_spec import is_actor_spec
+
+    if args.policy is not None and is_actor_spec(args.policy):
+        from asap_ros.commands.actor_rollout import run_actor
+
+        return run_actor(args.policy, args.velocity, args.profile, args.stand_up_s, output_dir(args.out), args.motion,
+                         args.dump_obs)
+    if args.velocity:
+        raise SystemExit("asap-ros rollout: --command is for a locomotion actor imported with policy import")
     from asap_ros.sim.session import COMPLETED, prepare_run
     from asap_ros.sim.summary import format_result, summarize_run, write_summary
     from asap_ros.tracking.evaluation import RunTrace

@@ -49,6 +49,10 @@ def load_policy_spec(
     path = Path(path)
     robot = robot or load_robot_model()
     cfg = load_config(path)
+    if cfg.has("trainer"):
+        problem = ("is a trainer actor's spec (asap-ros policy import): check-policy and asap-ros rollout run it; "
+                   "the deploy and sim nodes do not yet")
+        raise cfg.error("trainer", problem, cfg.raw("trainer"))
     cfg.reject_unknown(_TOP_KEYS)
     root = asset_root(assets_dir)
 

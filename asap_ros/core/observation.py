@@ -24,6 +24,7 @@ import numpy as np
 
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.policy_spec import PolicySpec, StandingCommands
+from asap_ros.core.quaternion import gravity_in_body
 from asap_ros.core.state import RobotState
 
 
@@ -104,10 +105,7 @@ def _dof_vel(inputs: StepInputs, out: np.ndarray) -> None:
 
 def _projected_gravity(inputs: StepInputs, out: np.ndarray) -> None:
     """World gravity direction (0, 0, -1) in the body frame: R(q)^T g, q = (w, x, y, z)."""
-    w, x, y, z = inputs.state.quat_wxyz.tolist()
-    out[0] = 2.0 * (w * y - x * z)
-    out[1] = -2.0 * (w * x + y * z)
-    out[2] = 1.0 - 2.0 * (w * w + z * z)
+    gravity_in_body(inputs.state.quat_wxyz, out)
 
 
 def _ref_motion_phase(inputs: StepInputs, out: np.ndarray) -> None:

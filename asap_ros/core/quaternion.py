@@ -23,6 +23,28 @@ def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     )
 
 
+def quat_multiply_one(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product ``a ⊗ b`` of two single quaternions (4,), in scalar arithmetic: the
+    control step's form (:func:`quat_multiply` vectorises, at ~20x the cost for one pair)."""
+    aw, ax, ay, az = np.asarray(a, dtype=np.float64).tolist()
+    bw, bx, by, bz = np.asarray(b, dtype=np.float64).tolist()
+    return np.array([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ])  # fmt: skip
+
+
+def gravity_in_body(quat_wxyz: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """World gravity direction (0, 0, -1) in the body frame, R(q)^T g, written into ``out`` [3]."""
+    w, x, y, z = np.asarray(quat_wxyz, dtype=np.float64).tolist()
+    out[0] = 2.0 * (w * y - x * z)
+    out[1] = -2.0 * (w * x + y * z)
+    out[2] = 1.0 - 2.0 * (w * w + z * z)
+    return out
+
+
 def quat_conjugate(q: np.ndarray) -> np.ndarray:
     result: np.ndarray = np.asarray(q, dtype=np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
     return result

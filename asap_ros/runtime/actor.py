@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 
+from asap_ros.config.actor_model import onnx_session
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.policy_spec import PolicySpec
 
@@ -28,15 +28,7 @@ class OnnxModel:
         self.path = Path(path)
         self.source = source
         self.key = key
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3
-        try:
-            self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # ORT raises its own exception types for unreadable models
-            raise ConfigError(source, f"{key}.file", f"not a loadable ONNX model: {exc}", str(self.path)) from exc
+        self.session = onnx_session(self.path, source, f"{key}.file")
         self._check_io("input", self.session.get_inputs(), input_name, input_dim)
         self._check_io("output", self.session.get_outputs(), output_name, output_dim)
         self._input = np.zeros((1, input_dim), dtype=np.float32)
