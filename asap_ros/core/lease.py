@@ -56,8 +56,8 @@ HANDOVER_GAP_NS = 30_000_000
 """Silence on ``rt/lowcmd`` between the last command of one writer and the first of the next,
 longer than a 20 ms control period, so no 20 ms window holds two writers."""
 DDS_LEASE_NS = 10_000_000_000
-"""Cyclone DDS's participant lease (its default, as the nodes run it): a process stalled this
-long has been forgotten by its peers, which must discover it again before its beats reach the
+"""Cyclone DDS's default participant lease (``CYCLONEDDS_URI`` may set another, which the deploy
+node reads: :attr:`WriteLease.dds_lease_ns`): a process stalled this long has been forgotten by its peers, which must discover it again before its beats reach the
 supervisor and the supervisor's grants reach it (measured: about 1 s on loopback)."""
 REDISCOVERY_WAIT_NS = 3_000_000_000
 """How long the deploy node waits for the supervisor's word after a stall of at least
@@ -202,6 +202,8 @@ class WriteLease:
     period_ns: int
     lease_ns: int = 150_000_000
     command_timeout_ns: int = COMMAND_TIMEOUT_NS
+    dds_lease_ns: int = DDS_LEASE_NS
+    """Its DDS participant lease (:func:`asap_ros.runtime.dds_lease.configured_lease_ns`)."""
     history: int = 512
     _sent_ns: list[int] = field(init=False)
     _sent_seq: list[int] = field(init=False)
@@ -320,7 +322,7 @@ class WriteLease:
         last = self._last_verdict_ns
         if last is not None and now_ns - last > self.command_timeout_ns:
             self._resumed_ns, self._stalled_ns = now_ns, now_ns - last
-            self._rediscovering = now_ns - last >= DDS_LEASE_NS
+            self._rediscovering = now_ns - last >= self.dds_lease_ns
         self._last_verdict_ns = now_ns
         verdict = self._decide(now_ns)
         if self._estop_taken_ns is not None:

@@ -175,7 +175,10 @@ class LowCmdArbiter:
         ``command_timeout_ns``: the robot's (``command_timeout_ms``)."""
         from asap_ros.runtime.dds import PolledReader, RawWriter
 
-        self.lease = WriteLease(new_session(), period_ns, lease_ns=lease_ns, command_timeout_ns=command_timeout_ns)
+        from asap_ros.runtime.dds_lease import configured_lease_ns
+
+        self.lease = WriteLease(new_session(), period_ns, lease_ns=lease_ns, command_timeout_ns=command_timeout_ns,
+                                dds_lease_ns=configured_lease_ns())
         self._beats = RawWriter(BEAT_TOPIC, DeployBeat_, BEAT_QOS)
         self._grants = PolledReader(GRANT_TOPIC, SupervisorGrant_, GRANT_QOS, depth=GRANT_DEPTH)
         self._seq = 0

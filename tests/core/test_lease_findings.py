@@ -205,3 +205,19 @@ def test_a_supervisor_writes_no_sooner_than_takeover_silence_after_its_takeover(
         assert not core.step(now).write, (now - start) / MS
     core.remote(False, "L2+B", start + TAKEOVER_SILENCE_NS)
     assert core.step(start + TAKEOVER_SILENCE_NS).write
+
+
+def test_n10_the_rediscovery_wait_follows_the_configured_dds_lease() -> None:
+    """A participant lease of 2 s (CYCLONEDDS_URI): a stall of 2.5 s outlived it, so the deploy node
+    waits REDISCOVERY_WAIT_NS for the supervisor's word, writing nothing; with Cyclone's default
+    10 s lease the same stall waits one control period."""
+    for dds_lease_ns, waits in ((2_000 * MS, True), (10_000 * MS, False)):
+        lease = WriteLease(0xD1, PERIOD, dds_lease_ns=dds_lease_ns)
+        lease.beat(1, 0)
+        lease.receive(Grant(Supervision.TAKEOVER, PRIMARY, 0xD1, 1, TIMING.lease_ns, "deploy silent"), b"p", MS)
+        lease.verdict(MS)
+        resumed = 2_500 * MS
+        assert lease.verdict(resumed).yielded
+        lease.beat(2, resumed + MS)
+        later = lease.verdict(resumed + 5 * PERIOD)
+        assert (later.writer is Writer.NONE) is waits, (dds_lease_ns, later)
