@@ -146,6 +146,18 @@ def _waitset_on_new_data(dp: DomainParticipant, reader: DataReader) -> WaitSet:
     return waitset
 
 
+def matched_participant(reader: DataReader, cache: dict[int, bytes], writer: int) -> bytes:
+    """The DDS participant (GUID prefix, 16 bytes) of writer handle ``writer`` that ``reader``
+    matched; ``b""`` if it is no longer matched. Kept in ``cache``: the handle stays the writer's."""
+    known = cache.get(writer)
+    if known is None:
+        endpoint = reader.get_matched_publication_data(writer)
+        known = endpoint.participant_key.bytes if endpoint is not None else b""
+        if known:
+            cache[writer] = known
+    return known
+
+
 class RawReader:
     """Hands each received sample's XCDR1 bytes (with header) and its arrival stamp to a handler.
 
@@ -220,13 +232,7 @@ class RawReader:
     def participant_of(self, writer: int) -> bytes:
         """The DDS participant (GUID prefix, 16 bytes) of a writer handle this reader matched;
         ``b""`` if it is no longer matched. Cached: the handle stays the writer's."""
-        known = self._participants.get(writer)
-        if known is None:
-            endpoint = self._reader.get_matched_publication_data(writer)
-            known = endpoint.participant_key.bytes if endpoint is not None else b""
-            if known:
-                self._participants[writer] = known
-        return known
+        return matched_participant(self._reader, self._participants, writer)
 
     def close(self) -> None:
         """Stop the thread (after a running handler call returns), then delete the reader
@@ -330,19 +336,12 @@ class PolledReader:
             samples = ddspy_take(self._reader._ref, _ANY_SAMPLE, self._depth)
             if isinstance(samples, int):
                 raise DDSException(samples, "raw take")
-            valid = [(data, self._participant_of(info.publication_handle)) for data, info in samples if info.valid_data]
+            valid = [(data, matched_participant(self._reader, self._participants, info.publication_handle))
+                     for data, info in samples if info.valid_data]
             if valid:
                 self._payload, self._stamp_ns, self._arrival_ns = valid[-1][0], time.time_ns(), time.monotonic_ns()
             return valid
 
-    def _participant_of(self, writer: int) -> bytes:
-        known = self._participants.get(writer)
-        if known is None:
-            endpoint = self._reader.get_matched_publication_data(writer)
-            known = endpoint.participant_key.bytes if endpoint is not None else b""
-            if known:
-                self._participants[writer] = known
-        return known
 
     def next_arrival(self, timeout_s: float) -> tuple[bytes | None, int, int]:
         """The first sample to arrive after this call, or the newest one after ``timeout_s``."""
