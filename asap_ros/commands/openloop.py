@@ -18,9 +18,10 @@ def add_recording_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mocap-filter-ms", type=float, default=0.0,
                         help="root pose of bags: parabola fit over this half window, 0: interpolated as "
                              "asap-ros export writes it (default %(default)s)")  # fmt: skip
-    parser.add_argument("--reset-velocity", choices=("recorded", "trainer"), default="recorded",
-                        help="velocities at a reset: the recorded ones, or the finite differences ASAP's "
-                             "motion library computes from the rows (default %(default)s)")  # fmt: skip
+    parser.add_argument("--reset-velocity", choices=("measured", "recorded", "trainer"), default="measured",
+                        help="velocities at a reset: measured (the gyro, stance-foot leg odometry with the mocap "
+                             "pose, LowState dq), recorded (the mocap fit's root velocities), or the finite "
+                             "differences ASAP's motion library computes from the rows (default %(default)s)")  # fmt: skip
     parser.add_argument("--skip-start", type=float, default=0.0, metavar="S",
                         help="leave out the first S seconds of each recording, e.g. a simulated session's "
                              "elastic-band release as the motion starts (default %(default)s)")  # fmt: skip

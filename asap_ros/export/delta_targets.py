@@ -120,7 +120,7 @@ class DeltaTargetFitter:
             batch = range(first, min(first + BATCH_STEPS, count))
             starts, goals = [], []
             for f in batch:
-                sim.reset(self.replayer.state_at(rows, f))
+                self.replayer.reset(rows, f)
                 inputs[f] = sim.delta_observation(zero, rows.action[f + 1])
                 starts.append(sim.state())
                 goals.append(self._next_state(rows, f + 1))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.quaternion import quat_rotate
 from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.trainer_sim import ACTION_SCALE, TRAINER_TARGETS, BodyState, TrainerSim
 from asap_ros.export.trainer_velocity import joint_velocity, root_angular_velocity, root_linear_velocity
@@ -36,8 +37,10 @@ HORIZONS_S = (0.25, 0.5, 1.0)
 METRICS = ("g_mpjpe_mm", "mpjpe_mm", "vel_mm_per_frame", "acc_mm_per_frame2")
 METRIC_FUNCTIONS = {"g_mpjpe_mm": e_g_mpjpe, "mpjpe_mm": e_mpjpe, "vel_mm_per_frame": e_vel,
                     "acc_mm_per_frame2": e_acc}  # fmt: skip
-RECORDED, TRAINER = "recorded", "trainer"
-RESET_VELOCITIES = (RECORDED, TRAINER)
+MEASURED, RECORDED, TRAINER = "measured", "recorded", "trainer"
+RESET_VELOCITIES = (MEASURED, RECORDED, TRAINER)
+"""Velocities at a reset: ``measured`` (gyro, stance-foot leg odometry, LowState dq), ``recorded`` (the
+file's mocap-fit root velocities, LowState dq) or ``trainer`` (ASAP's motion-library differences)."""
 WITHOUT, WITH, FINETUNE = "without", "with", "finetune"
 LAGS = (-1, 0, 1)
 """Action shifts (policy steps) of the lag scan: the recorded pairing must be best at 0."""
@@ -164,6 +167,8 @@ class OpenLoopReplayer:
             if self.reset_velocity == TRAINER:
                 found = (root_linear_velocity(rows.root_pos, rows.dt), root_angular_velocity(rows.root_quat_wxyz, rows.dt),
                          joint_velocity(rows.dof, rows.dt))  # fmt: skip
+            elif self.reset_velocity == MEASURED:
+                found = measured_velocities(rows)
             elif rows.has_velocities:
                 found = (rows.root_lin_vel_world, rows.root_ang_vel_world, rows.dof_vel)  # type: ignore[assignment]
             else:
@@ -181,15 +186,20 @@ class OpenLoopReplayer:
         return cached[1]
 
     def state_at(self, rows: MotionRows, row: int) -> BodyState:
+        """Row ``row``'s state; with ``measured`` velocities its linear velocity is the mocap fallback."""
         lin, ang, dof_vel = self.velocities(rows)
         return BodyState(rows.root_pos[row], rows.root_quat_wxyz[row], lin[row], ang[row], rows.dof[row], dof_vel[row])
+
+    def reset(self, rows: MotionRows, row: int) -> str | None:
+        """Reset the simulator to row ``row`` (``measured``: the pelvis velocity by leg odometry)."""
+        return self.sim.reset(self.state_at(rows, row), leg_odometry=self.reset_velocity == MEASURED)
 
     # --- one replay ---------------------------------------------------------------------------
     def replay(self, rows: MotionRows, start: int, steps: int, lag: int = 0, delta: DeltaModel | None = None,
                semantics: str = WITH) -> Trajectory:  # fmt: skip
         """Reset at row ``start`` and apply the actions of rows ``start + k + 1 + lag`` for ``steps`` steps."""
         sim = self.sim
-        sim.reset(self.state_at(rows, start))
+        self.reset(rows, start)
         root_pos, root_quat, dof = np.empty((steps + 1, 3)), np.empty((steps + 1, 4)), np.empty((steps + 1, 23))
         applied = np.zeros((steps, 23))
         root_pos[0], root_quat[0], dof[0] = sim.pose()
@@ -225,6 +235,19 @@ class OpenLoopReplayer:
             joints[horizon] = np.abs(trajectory.dof[1:n] - rows.dof[start + 1 : start + n]).mean(axis=0)
         fell = bool((body_distances(replayed, recorded).mean(axis=1) > SUCCESS_THRESHOLD_M).any())
         return Scores(metrics, joints, fell, np.abs(trajectory.applied_delta).mean(axis=0))
+
+
+def measured_velocities(rows: MotionRows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What ``measured`` resets start from: the mocap-fit linear velocity (the leg odometry's fallback),
+    the gyro rotated into the world, the LowState joint velocities (errors name the file and the key)."""
+    missing = [key for key, value in (("gyro", rows.gyro), ("root_lin_vel", rows.root_lin_vel_world),
+                                      ("dof_vel", rows.dof_vel)) if value is None]  # fmt: skip
+    if missing:
+        problem = (f"--reset-velocity measured needs the IMU's gyro, the mocap root_lin_vel and dof_vel; the file has "
+                   f"no {', '.join(missing)} (export the bag again, or use --reset-velocity recorded / trainer)")
+        raise ConfigError(rows.source, f"{rows.name}.{missing[0]}", problem)
+    assert rows.gyro is not None and rows.root_lin_vel_world is not None and rows.dof_vel is not None
+    return rows.root_lin_vel_world, quat_rotate(rows.root_quat_wxyz, rows.gyro), rows.dof_vel
 
 
 def first_row(rows: MotionRows, skip_start_s: float) -> int:

@@ -28,6 +28,7 @@ from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.quaternion import quat_conjugate, quat_rotate
 from asap_ros.export.delta import DELTA_INPUT_TERMS
+from asap_ros.export.leg_odometry import StanceOdometry
 from asap_ros.sim.config import BandConfig, load_sim_config
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
@@ -90,6 +91,7 @@ class TrainerSim:
         self.effort_limit = self.physics.effort_limit.copy()
         self._make_pd_actuators()
         self._hold_wrists()
+        self.odometry = StanceOdometry(self.model)
         m = self.model
         joints = m.actuator_trnid[:, 0]
         self._qpos, self._qvel = m.jnt_qposadr[joints], m.jnt_dofadr[joints]
@@ -152,8 +154,12 @@ class TrainerSim:
         """The PD targets are clipped to the joint limits (``runtime`` semantics)."""
         return self.target_semantics == RUNTIME_TARGETS
 
-    def reset(self, state: BodyState) -> None:
-        """Put the body in ``state`` (angular velocity rotated into the free joint's body frame)."""
+    def reset(self, state: BodyState, leg_odometry: bool = False) -> str | None:
+        """Put the body in ``state`` (angular velocity rotated into the free joint's body frame).
+
+        With ``leg_odometry`` the pelvis linear velocity is the stance foot's
+        (:class:`~asap_ros.export.leg_odometry.StanceOdometry`), ``state.lin_vel_world`` only where no
+        foot is planted; returns where it came from (``None`` without)."""
         d = self.data
         mujoco.mj_resetData(self.model, d)
         d.qpos[0:3] = state.root_pos
@@ -163,7 +169,10 @@ class TrainerSim:
         d.qpos[self._driven_qpos] = state.dof
         d.qvel[self._driven_qvel] = state.dof_vel
         d.ctrl[:] = self.default_q
+        if leg_odometry:
+            return self.odometry.set_pelvis_velocity(d, state.lin_vel_world)
         mujoco.mj_forward(self.model, d)
+        return None
 
     def step(self, ctrl: np.ndarray) -> None:
         """One policy step: ``decimation`` physics steps with the PD on ``ctrl`` (29 targets)."""
