@@ -14,6 +14,7 @@ import pytest
 
 from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.quaternion import quat_conjugate, quat_rotate
 from asap_ros.export.motion_rows import check_raw_actions, load_pickle_rows, rows_from_fields
 from asap_ros.export.onnx_file import write_mlp_onnx
 from asap_ros.export.openloop import OpenLoopReplayer, load_delta_model, run_openloop, windows_of
@@ -195,6 +196,17 @@ def test_reset_velocity_recorded_needs_the_velocity_keys(nominal_rows, axes, rep
         run_openloop([rows], replayer, 1.0, 1.0)
     trainer = OpenLoopReplayer(replayer.sim, replayer.keypoints, reset_velocity="trainer")
     assert len(run_openloop([rows], trainer, 1.0, 1.0).windows) == 1
+
+
+def test_reset_velocity_measured_needs_the_gyro(nominal_rows, axes, replayer):
+    fields = _export_fields(nominal_rows, nominal_rows.action, axes)
+    measured = OpenLoopReplayer(replayer.sim, replayer.keypoints, reset_velocity="measured")
+    rows = rows_from_fields(fields, "m", "m", "m.pkl", axes)
+    with pytest.raises(ConfigError, match=r"m\.pkl: m\.gyro: --reset-velocity measured needs the IMU's gyro"):
+        run_openloop([rows], measured, 1.0, 1.0)
+    fields["gyro"] = quat_rotate(quat_conjugate(nominal_rows.root_quat_wxyz), nominal_rows.root_ang_vel_world)
+    result = run_openloop([rows_from_fields(fields, "m", "m", "m.pkl", axes)], measured, 1.0, 1.0)
+    assert result.reset_velocity == "measured" and len(result.windows) == 1
 
 
 def test_the_replayer_never_serves_one_motion_the_figures_of_another(nominal_rows, axes, sim):
