@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asap_ros.export import closable_gap
 from asap_ros.export.intervals import mean_interval, relative_change
 from asap_ros.export.openloop import FINETUNE, HORIZONS_S, LAG_HORIZON_S, LAGS, METRICS, WITH, WITHOUT, OpenLoopResult
 from asap_ros.export.trainer_sim import RUNTIME_TARGETS, TRAINER_TARGETS
@@ -85,8 +86,9 @@ def delta_warning(result: OpenLoopResult, column: str = WITH) -> str | None:
             "the simulator away from the recording; a delta that cannot help at 0.25 s will not be trusted further")
 
 
-def to_dict(result: OpenLoopResult) -> dict:
-    """Every figure (the ``--json`` file)."""
+def to_dict(result: OpenLoopResult, floor: OpenLoopResult | None = None, floor_source: str | None = None) -> dict:
+    """Every figure (the ``--json`` file); ``floor``: the same motions' nominal replays (``floor_source``
+    says which), for the share of the closable gap (:mod:`asap_ros.export.closable_gap`)."""
     present = columns(result)
     horizons: dict[str, dict] = {}
     for horizon in HORIZONS_S:
@@ -119,6 +121,7 @@ def to_dict(result: OpenLoopResult) -> dict:
             "rows": result.clamps.rows, "clamped_rows": result.clamps.clamped_rows,
             "share": result.clamps.clamped_rows / max(1, result.clamps.rows), "per_joint": result.clamps.per_joint},
         "skipped": result.skipped,
+        "closable_gap": closable_gap.to_dict(closable_gap.closable_gap(result, floor), floor_source),
         "delta": None,
     }  # fmt: skip
     if WITH in present:
@@ -154,6 +157,7 @@ def text_report(summary: dict, top: int = 5) -> str:
         for metric, figures in entry.items():
             cells = [_cell(figures[c]) for c in present] + [_cell(figures[f"{c}_change"], 100) + " %" for c in present[1:]]
             lines.append(f"| {horizon} s | {METRIC_LABELS[metric]} | " + " | ".join(cells) + " |")
+    lines += [""] + closable_gap.text_lines(summary["closable_gap"])
     joint = summary["joint_error_rad"]["1"]
     worst = sorted(joint[WITHOUT], key=lambda j: -joint[WITHOUT][j])[:top]
     lines += ["", f"joints with the largest error at 1.0 s (mrad, {' / '.join(titles[c] for c in present)}):"]

@@ -67,7 +67,9 @@ class TrainerSim:
     """One MuJoCo G1 stepped the trainer's way; joint arrays in G1 motor order unless named ``driven``."""
 
     def __init__(self, physics_hz: float = PHYSICS_HZ, decimation: int = DECIMATION, sim_config: str | None = None,
-                 targets: str = TRAINER_TARGETS):  # fmt: skip
+                 targets: str = TRAINER_TARGETS, profile: str | None = None):  # fmt: skip
+        """``profile``: a robot profile whose torque scale the motors get (``factor·clip(τ, ±L)``, as
+        :mod:`asap_ros.sim.motors` scales): the simulator given a simulated robot's true defect."""
         if not physics_hz > 0 or decimation < 1:
             raise ConfigError(None, "--physics-hz/--decimation", "must be positive", (physics_hz, decimation))
         if targets not in TARGET_SEMANTICS:
@@ -77,9 +79,9 @@ class TrainerSim:
         config = load_sim_config(sim_config)
         robot_file = config.robot if "/" in config.robot else config_file(config.robot)
         self.robot = load_robot_model(robot_file)
-        profile = load_profile("nominal", self.robot.joint_names)
+        nominal = load_profile("nominal", self.robot.joint_names)
         self.physics = G1Physics(asset_path(config.model), self.robot.joint_names, 1.0 / physics_hz,
-                                 self.robot.default_q, profile, BandConfig(enabled=False), config.source)  # fmt: skip
+                                 self.robot.default_q, nominal, BandConfig(enabled=False), config.source)  # fmt: skip
         self.model, self.data = self.physics.model, self.physics.data
         self.decimation = int(decimation)
         self.physics_hz = float(physics_hz)
@@ -90,6 +92,8 @@ class TrainerSim:
         self.kd = np.asarray(self.robot.kd, dtype=np.float64)
         self.effort_limit = self.physics.effort_limit.copy()
         self._make_pd_actuators()
+        if profile is not None:
+            self._scale_torque(load_profile(profile, self.robot.joint_names).torque_scale)
         self._hold_wrists()
         self.odometry = StanceOdometry(self.model)
         m = self.model
@@ -107,7 +111,7 @@ class TrainerSim:
         self._qpos_offset = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_TIME)
         self._force6 = np.zeros(6)
         self.description = (f"{config.model}, {self.physics_hz:g} Hz physics, policy every {self.decimation} steps, "
-                            "nominal profile, PD kp·(target − q) − kd·dq clipped to the effort limits, target "
+                            f"{profile or 'nominal'} profile, PD kp·(target − q) − kd·dq clipped to the effort limits, target "
                             + ("0.25·(a + Δa) + default (trainer: unclamped)" if targets == TRAINER_TARGETS else
                                "clip(0.25·(a + Δa) + default, joint limits) (runtime)"))  # fmt: skip
 
@@ -128,6 +132,13 @@ class TrainerSim:
         if m.opt.integrator != mujoco.mjtIntegrator.mjINT_EULER:
             raise ConfigError(self.physics.model_path, "option.integrator",
                               "the trainer's explicit PD needs MuJoCo's Euler integrator", int(m.opt.integrator))  # fmt: skip
+
+    def _scale_torque(self, scale: np.ndarray) -> None:
+        """Motor j delivers ``scale[j]·clip(τ, ±L)`` (PD gains and force range scaled alike)."""
+        m, factor = self.model, np.asarray(scale, dtype=np.float64)[:, None]
+        m.actuator_gainprm[:, :1] *= factor
+        m.actuator_biasprm[:, :3] *= factor
+        m.actuator_forcerange *= factor
 
     def _hold_wrists(self) -> None:
         """Make the six wrist joints (not on the training robot, whose wrists are fixed) all but rigid."""
