@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stride", type=float, default=1.0, help="window start every S seconds (default %(default)s)")
     parser.add_argument("--delta", type=Path, default=None, metavar="MODEL",
                         help="delta-action model (ONNX actor_obs [1, 108] -> action [1, 23]) to replay with")  # fmt: skip
+    parser.add_argument("--physics-rate-delta", action="store_true",
+                        help="also replay with the delta recomputed every physics step (the trainer's and ASAP's "
+                             "perfect delta computed in the PD; an oracle's ceiling)")  # fmt: skip
     parser.add_argument("--finetune-semantics", action="store_true",
                         help="also replay with the delta as ASAP's fine-tuning adds it (unscaled, one step late)")  # fmt: skip
     floor = parser.add_mutually_exclusive_group()
@@ -97,8 +100,9 @@ def run(args: argparse.Namespace) -> int:
     from asap_ros.export.openloop_report import text_report, to_dict, write_json, write_png
     from asap_ros.export.progress import Progress
 
-    if args.finetune_semantics and args.delta is None:
-        raise ConfigError(None, "--finetune-semantics", "needs a delta model (--delta MODEL)")
+    for flag, wanted in (("--finetune-semantics", args.finetune_semantics), ("--physics-rate-delta", args.physics_rate_delta)):
+        if wanted and args.delta is None:
+            raise ConfigError(None, flag, "needs a delta model (--delta MODEL)")
     delta = load_delta_model(str(args.delta)) if args.delta is not None else None
     mismatch = None if delta is None else targets_mismatch(delta, args.targets)
     if mismatch is not None:
@@ -112,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     with Progress(total, "openloop", "windows") as bar:
         result = run_openloop(recordings, replayer, args.window, args.stride, delta, args.finetune_semantics,
                               delta_path=None if args.delta is None else str(args.delta),
-                              skip_start_s=args.skip_start, on_window=bar.advance)  # fmt: skip
+                              skip_start_s=args.skip_start, on_window=bar.advance,
+                              physics_rate=args.physics_rate_delta)  # fmt: skip
     floor, floor_source = replay_floor(args, recordings)
     summary = to_dict(result, floor, floor_source)
     print(text_report(summary))

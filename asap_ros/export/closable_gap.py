@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asap_ros.export.openloop import HORIZONS_S, WITH, WITHOUT, OpenLoopResult
+from asap_ros.export.openloop import HORIZONS_S, PHYSICS_RATE, WITH, WITHOUT, OpenLoopResult
 
 METRIC = "g_mpjpe_mm"
 MIN_MEASURABLE_RATIO = 2.0
@@ -35,6 +35,8 @@ class ClosableCell:
     e_none: float
     e_delta: float | None
     e_floor: float | None
+    e_physics_rate: float | None = None
+    """With the delta recomputed every physics step (``--physics-rate-delta``)."""
 
     @property
     def ratio(self) -> float | None:
@@ -47,16 +49,22 @@ class ClosableCell:
     def measurable(self) -> bool:
         return self.ratio is not None and self.ratio >= MIN_MEASURABLE_RATIO
 
+    def share_of(self, e_delta: float | None) -> float | None:
+        """S of a replay's error, or ``None`` without one, without a floor or where nothing is closable
+        (E_none <= E_floor)."""
+        if e_delta is None or self.e_floor is None or self.e_none <= self.e_floor:
+            return None
+        return (self.e_none - e_delta) / (self.e_none - self.e_floor)
+
     @property
     def share(self) -> float | None:
-        """S, or ``None`` without a delta, without a floor or where nothing is closable (E_none <= E_floor)."""
-        if self.e_delta is None or self.e_floor is None or self.e_none <= self.e_floor:
-            return None
-        return (self.e_none - self.e_delta) / (self.e_none - self.e_floor)
+        """S of the delta applied per policy step (the trainer's)."""
+        return self.share_of(self.e_delta)
 
     def to_dict(self) -> dict:
         return {"e_none_mm": self.e_none, "e_delta_mm": self.e_delta, "e_floor_mm": self.e_floor, "R": self.ratio,
-                "S": self.share, "measurable": self.measurable}  # fmt: skip
+                "S": self.share, "measurable": self.measurable, "e_physics_rate_mm": self.e_physics_rate,
+                "S_physics_rate": self.share_of(self.e_physics_rate)}  # fmt: skip
 
 
 def motion_means(result: OpenLoopResult, column: str, horizon: float) -> dict[str, float]:
@@ -73,9 +81,11 @@ def closable_gap(result: OpenLoopResult, floor: OpenLoopResult | None,
     for horizon in horizons:
         none = motion_means(result, WITHOUT, horizon)
         delta = motion_means(result, WITH, horizon)
+        physics = motion_means(result, PHYSICS_RATE, horizon)
         floors = motion_means(floor, WITHOUT, horizon) if floor is not None else {}
         for motion, e_none in none.items():
-            cells.setdefault(motion, {})[horizon] = ClosableCell(e_none, delta.get(motion), floors.get(motion))
+            cells.setdefault(motion, {})[horizon] = ClosableCell(e_none, delta.get(motion), floors.get(motion),
+                                                                 physics.get(motion))  # fmt: skip
     return cells
 
 
@@ -93,13 +103,13 @@ def text_lines(summary: dict) -> list[str]:
     """The table of :func:`to_dict`'s figures: per motion and horizon E_none, E_delta, E_floor, R and S."""
     lines = [f"closable gap per motion (E_g-mpjpe mm; floor: {summary['floor'] or 'none given (--floor / --profile)'}; "
              f"S = (E_none − E_delta) / (E_none − E_floor), R = E_none / E_floor, R < {summary['min_ratio']:g}: "
-             f"{NOT_MEASURABLE})", "| motion | horizon | E_none | E_delta | E_floor | R | S |", "|---|---|---|---|---|---|---|"]
+             f"{NOT_MEASURABLE}; S physics rate: the delta recomputed every physics step)",
+             "| motion | horizon | E_none | E_delta | E_floor | R | S | S physics rate |", "|---|---|---|---|---|---|---|---|"]
     for motion, by in summary["motions"].items():
         for horizon, c in by.items():
+            shares = [_number(c[key]) for key in ("S", "S_physics_rate")]
             if c["e_floor_mm"] is not None and not c["measurable"]:
-                verdict = NOT_MEASURABLE
-            else:
-                verdict = _number(c["S"])
+                shares = [NOT_MEASURABLE] * 2
             lines.append(f"| {motion} | {horizon} s | {c['e_none_mm']:.2f} | {_number(c['e_delta_mm'])} | "
-                         f"{_number(c['e_floor_mm'])} | {_number(c['R'], 1)} | {verdict} |")  # fmt: skip
+                         f"{_number(c['e_floor_mm'])} | {_number(c['R'], 1)} | {' | '.join(shares)} |")  # fmt: skip
     return lines

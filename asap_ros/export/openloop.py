@@ -12,7 +12,9 @@ horizon, and joint by joint.
 A delta model (ONNX ``actor_obs`` 108 -> ``action`` 23) is queried at every policy step with
 the simulator's observation: ``trainer`` semantics add ``0.25·Δa`` and feed the model the action
 about to be applied (``delta_a_open_loop.py``); ``finetune`` semantics add ``Δa`` unscaled and feed
-it the action applied one step before (``delta_a_closed_loop.py``, what policy fine-tuning sees).
+it the action applied one step before (``delta_a_closed_loop.py``, what policy fine-tuning sees);
+``physics_rate`` semantics query the model every physics step (as the commented perfect delta of
+``delta_a_open_loop.py`` is computed from the joint state in ``_compute_torques``), the rest as ``trainer``.
 With the simulator's ``runtime`` targets every target is clipped to the joint limits as the robot's
 was, and the delta's recorded size is what reaches the target (``clip(with) − clip(without)``).
 """
@@ -41,7 +43,8 @@ MEASURED, RECORDED, TRAINER = "measured", "recorded", "trainer"
 RESET_VELOCITIES = (MEASURED, RECORDED, TRAINER)
 """Velocities at a reset: ``measured`` (gyro, stance-foot leg odometry, LowState dq), ``recorded`` (the
 file's mocap-fit root velocities, LowState dq) or ``trainer`` (ASAP's motion-library differences)."""
-WITHOUT, WITH, FINETUNE = "without", "with", "finetune"
+WITHOUT, WITH, FINETUNE, PHYSICS_RATE = "without", "with", "finetune", "physics_rate"
+"""Replays: no delta; Δa per policy step (the trainer's); as fine-tuning adds it; Δa recomputed every physics step."""
 LAGS = (-1, 0, 1)
 """Action shifts (policy steps) of the lag scan: the recorded pairing must be best at 0."""
 LAG_HORIZON_S = 0.25
@@ -209,6 +212,10 @@ class OpenLoopReplayer:
         last = len(rows) - 1
         for k in range(steps):
             action = rows.action[min(max(start + k + 1 + lag, 0), last)]
+            if delta is not None and semantics == PHYSICS_RATE:
+                previous, applied[k] = self._physics_rate_step(action, previous, delta)
+                root_pos[k + 1], root_quat[k + 1], dof[k + 1] = sim.pose()
+                continue
             if delta is None:
                 offset = zero
             else:
@@ -222,6 +229,22 @@ class OpenLoopReplayer:
             sim.step(ctrl)
             root_pos[k + 1], root_quat[k + 1], dof[k + 1] = sim.pose()
         return Trajectory(root_pos, root_quat, dof, applied)
+
+    def _physics_rate_step(self, action: np.ndarray, previous: np.ndarray,
+                           delta: DeltaModel) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """One policy step with Δa recomputed before every physics step; returns the last Δa and the
+        target offset it added, averaged over the physics steps (rad)."""
+        sim, zero = self.sim, np.zeros(23)
+        applied = np.zeros(23)
+        for _ in range(sim.decimation):
+            previous = delta(sim.delta_observation(previous, action))
+            ctrl = sim.targets(action, previous)
+            if sim.clamps_targets:
+                applied += (ctrl - sim.targets(action, zero))[DRIVEN_MOTORS]
+            else:
+                applied += ACTION_SCALE * previous
+            sim.physics_step(ctrl)
+        return previous, applied / sim.decimation
 
     def score(self, rows: MotionRows, start: int, trajectory: Trajectory, horizons: Sequence[float]) -> Scores:
         """The metrics of a replay against rows ``start``.. of the recording."""
@@ -281,8 +304,9 @@ def clamp_share(recordings: Sequence[MotionRows], sim: TrainerSim) -> ClampShare
 def run_openloop(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, window_s: float = 1.0,
                  stride_s: float = 1.0, delta: DeltaModel | None = None, finetune: bool = False,
                  horizons: Sequence[float] = HORIZONS_S, delta_path: str | None = None, skip_start_s: float = 0.0,
-                 on_window: Callable[[], None] | None = None) -> OpenLoopResult:  # fmt: skip
-    """Every window of every recording, without and (with a model) with the delta; the lag scan; clamps."""
+                 on_window: Callable[[], None] | None = None, physics_rate: bool = False) -> OpenLoopResult:  # fmt: skip
+    """Every window of every recording, without and (with a model) with the delta (``finetune``,
+    ``physics_rate``: also those replays); the lag scan; clamps."""
     if max(horizons) > window_s + 1e-9:
         raise ConfigError(None, "--window", f"must cover the longest horizon ({max(horizons):g} s)", window_s)
     sim = replayer.sim
@@ -302,9 +326,9 @@ def run_openloop(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, w
             scores = {WITHOUT: replayer.score(rows, start, replayer.replay(rows, start, steps), horizons)}
             if delta is not None:
                 scores[WITH] = replayer.score(rows, start, replayer.replay(rows, start, steps, delta=delta), horizons)
-                if finetune:
-                    trajectory = replayer.replay(rows, start, steps, delta=delta, semantics=FINETUNE)
-                    scores[FINETUNE] = replayer.score(rows, start, trajectory, horizons)
+                for extra in [FINETUNE] * finetune + [PHYSICS_RATE] * physics_rate:
+                    trajectory = replayer.replay(rows, start, steps, delta=delta, semantics=extra)
+                    scores[extra] = replayer.score(rows, start, trajectory, horizons)
             lag_error, lag_mpjpe = {}, {}
             for lag in LAGS:
                 if lag == 0 and LAG_HORIZON_S in scores[WITHOUT].metrics:  # the replay above, its first 0.25 s

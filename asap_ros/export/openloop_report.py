@@ -10,7 +10,17 @@ import numpy as np
 
 from asap_ros.export import closable_gap
 from asap_ros.export.intervals import mean_interval, relative_change
-from asap_ros.export.openloop import FINETUNE, HORIZONS_S, LAG_HORIZON_S, LAGS, METRICS, WITH, WITHOUT, OpenLoopResult
+from asap_ros.export.openloop import (
+    FINETUNE,
+    HORIZONS_S,
+    LAG_HORIZON_S,
+    LAGS,
+    METRICS,
+    PHYSICS_RATE,
+    WITH,
+    WITHOUT,
+    OpenLoopResult,
+)
 from asap_ros.export.trainer_sim import RUNTIME_TARGETS, TRAINER_TARGETS
 
 SCHEMA = "asap_ros.openloop/1"
@@ -21,13 +31,16 @@ METRIC_LABELS = {"g_mpjpe_mm": "E_g-mpjpe mm", "mpjpe_mm": "E_mpjpe mm", "vel_mm
 MRAD = 1000.0
 TARGETS_MEANING = {TRAINER_TARGETS: "ASAP's trainer, no joint-limit clamp",
                    RUNTIME_TARGETS: "clipped to the joint limits as the runtime sent them"}  # fmt: skip
+REPLAYS = (WITHOUT, WITH, PHYSICS_RATE, FINETUNE)
+TITLES = {WITHOUT: "without Δa", WITH: "with Δa", PHYSICS_RATE: "Δa every physics step",
+          FINETUNE: "Δa as fine-tuning adds it"}  # fmt: skip
 MIN_MEDIAN_RAD = 1e-6
 """Below this the median joint's |0.25·Δa| is zero (a model that leaves most joints alone): no ratio."""
 
 
 def columns(result: OpenLoopResult) -> list[str]:
-    """The replays present: ``without``, ``with``, ``finetune``."""
-    return [c for c in (WITHOUT, WITH, FINETUNE) if result.windows and c in result.windows[0].scores]
+    """The replays present: ``without``, ``with``, ``physics_rate``, ``finetune``."""
+    return [c for c in REPLAYS if result.windows and c in result.windows[0].scores]
 
 
 def metric_values(result: OpenLoopResult, column: str, horizon: float, metric: str) -> np.ndarray:
@@ -130,6 +143,8 @@ def to_dict(result: OpenLoopResult, floor: OpenLoopResult | None = None, floor_s
             "mean_abs_scaled_delta_rad": dict(zip(result.joint_names, delta_size(result).tolist())),
             "ranking": delta_ranking(result),
             "warning": delta_warning(result),
+            "physics_rate": None if PHYSICS_RATE not in present else {
+                "mean_abs_scaled_delta_rad": dict(zip(result.joint_names, delta_size(result, PHYSICS_RATE).tolist()))},
             "finetune": None if FINETUNE not in present else {
                 "mean_abs_delta_rad": dict(zip(result.joint_names, delta_size(result, FINETUNE).tolist())),
                 "ranking": delta_ranking(result, FINETUNE)},
@@ -144,8 +159,8 @@ def _cell(figure: dict, scale: float = 1.0) -> str:
 
 def text_report(summary: dict, top: int = 5) -> str:
     """The console report of :func:`to_dict`'s figures."""
-    present = [c for c in (WITHOUT, WITH, FINETUNE) if c in summary["horizons"]["0.25"]["g_mpjpe_mm"]]
-    titles = {WITHOUT: "without Δa", WITH: "with Δa", FINETUNE: "Δa as fine-tuning adds it"}
+    present = [c for c in REPLAYS if c in summary["horizons"]["0.25"]["g_mpjpe_mm"]]
+    titles = TITLES
     motions = ", ".join(f"{m} {n}" for m, n in summary["motions"].items())
     lines = [f"{summary['windows']} windows of {summary['window_s']:g} s every {summary['stride_s']:g} s ({motions}); "
              f"reset velocity: {summary['reset_velocity']}; targets: {summary['targets']} ({TARGETS_MEANING[summary['targets']]})",
@@ -205,8 +220,8 @@ def write_png(result: OpenLoopResult, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     present = columns(result)
-    colours = {WITHOUT: "tab:blue", WITH: "tab:green", FINETUNE: "tab:red"}
-    labels = {WITHOUT: "without Δa", WITH: "with Δa", FINETUNE: "Δa, fine-tuning semantics"}
+    colours = {WITHOUT: "tab:blue", WITH: "tab:green", PHYSICS_RATE: "tab:olive", FINETUNE: "tab:red"}
+    labels = TITLES
     panels = 3 if WITH in present else 2
     fig, axes = plt.subplots(panels, 1, figsize=(10, 3.8 * panels))
     for metric, style in (("g_mpjpe_mm", "-o"), ("mpjpe_mm", "--s")):

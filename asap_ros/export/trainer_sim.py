@@ -191,6 +191,11 @@ class TrainerSim:
         for _ in range(self.decimation):
             mujoco.mj_step(self.model, self.data)
 
+    def physics_step(self, ctrl: np.ndarray) -> None:
+        """One physics step with the PD on ``ctrl`` (29 targets)."""
+        self.data.ctrl[:] = ctrl
+        mujoco.mj_step(self.model, self.data)
+
     def state(self) -> np.ndarray:
         """The full physics state vector (for :func:`mujoco.rollout`)."""
         out = np.empty(self.state_size)

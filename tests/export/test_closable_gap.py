@@ -102,3 +102,16 @@ def test_openloop_reports_the_share_against_a_floor_or_a_profile(rows, tmp_path,
         for horizon, cell in gap["motions"]["simulated"].items():
             assert cell["measurable"] and cell["S"] > 0.5, (floor, horizon, cell)
         assert "closable gap per motion" in capsys.readouterr().out
+
+
+def test_the_exact_oracle_recomputed_every_physics_step_closes_all_of_it(rows, replayer, tmp_path):
+    """Held per policy step the exact oracle closes most of the gap; recomputed from the joint state
+    before every physics step (as the trainer's PD would) it closes all of it: the rows were written
+    by the same simulator with scaled motors."""
+    oracle = load_delta_model(str(write_oracle_delta(tmp_path / "oracle.onnx", load_robot_model(), WEAK)))
+    result = run_openloop([rows["weak"]], replayer, 1.0, 0.5, oracle, physics_rate=True)
+    summary = to_dict(result, run_openloop([rows["nominal"]], replayer, 1.0, 0.5), "nominal rows")
+    for horizon, cell in cells(summary).items():
+        assert cell["S_physics_rate"] > 0.99 and cell["S_physics_rate"] > cell["S"], (horizon, cell)
+    assert summary["delta"]["physics_rate"]["mean_abs_scaled_delta_rad"]
+    assert "Δa every physics step" in text_report(summary)
