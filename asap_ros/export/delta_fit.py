@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
+from asap_ros.export import implied_scale
 from asap_ros.export.delta import DELTA_INPUT_DIM, term_offset
 from asap_ros.export.delta_regression import (
     AUTO,
@@ -82,6 +83,8 @@ class FitReport:
     residual_after_median: float
     train_unexplained: float
     notes: list[str] = field(default_factory=list)
+    implied_torque_scale: dict[str, float | None] = field(default_factory=dict)
+    """Joint -> the torque scale the model implies on its training inputs (:mod:`asap_ros.export.implied_scale`)."""
 
     @property
     def undetermined(self) -> list[str]:
@@ -229,6 +232,8 @@ def fit_delta(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, kind
         residual_before_median=float(np.median(targets.residual_before)),
         residual_after_median=float(np.median(targets.residual_after)),
         train_unexplained=unexplained(model, targets.inputs.astype(np.float64), targets.targets),
+        implied_torque_scale=implied_scale.to_dict(names, implied_scale.model_scale(
+            model.as_delta(), targets.inputs, replayer.sim.robot, replayer.sim.clamps_targets)),
     )  # fmt: skip
     if held_out_by == "nothing":
         report.notes.append("one recording of one motion: nothing could be held out; the model's settings are fixed "
@@ -270,6 +275,8 @@ def report_text(report: FitReport) -> str:
         flag = "" if c.determined else "   NOT DETERMINED by the data (the regulariser sets it)"
         lines.append(f"  {c.joint:<28} {c.mean_abs_scaled_target_rad * 1e3:7.2f}  {c.median_resolution:5.2f}  "
                      f"{c.determined_share:4.0%}{flag}")  # fmt: skip
+    lines.append("implied torque scale per joint (the model on its training inputs), furthest from 100 % first:")
+    lines += implied_scale.scale_lines(report.implied_torque_scale)
     if report.undetermined:
         lines.append(f"the data cannot determine Δa for: {', '.join(report.undetermined)}")
     else:

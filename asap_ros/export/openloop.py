@@ -28,6 +28,7 @@ import numpy as np
 
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.quaternion import quat_rotate
+from asap_ros.export.implied_scale import scale_sums
 from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.trainer_sim import ACTION_SCALE, TRAINER_TARGETS, BodyState, TrainerSim
 from asap_ros.export.trainer_velocity import joint_velocity, root_angular_velocity, root_linear_velocity
@@ -85,6 +86,8 @@ class Trajectory:
     applied_delta: np.ndarray
     """(n, 23) the target offset the delta added, rad (``0.25·Δa``, or ``Δa`` unscaled; with runtime targets
     the change of the clipped target); zeros without."""
+    observations: np.ndarray | None = None
+    """(n, 108) what the delta was queried on (``with`` semantics only), for its implied torque scale."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class Scores:
     """The mean keypoint distance exceeded 0.5 m (the paper's failure) within the window."""
     mean_applied_delta: np.ndarray
     """(23,) mean |target offset added by the delta| over the window's steps, rad."""
+    scale_sums: np.ndarray | None = None
+    """(2, 23) the implied torque scale's sums (:func:`asap_ros.export.implied_scale.scale_sums`), ``with`` only."""
+    steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,7 @@ class OpenLoopReplayer:
         zero = np.zeros(23)
         previous = np.zeros(23, dtype=np.float32)
         scale = ACTION_SCALE if semantics == WITH else 1.0
+        observations = np.zeros((steps, 108), np.float32) if delta is not None and semantics == WITH else None
         last = len(rows) - 1
         for k in range(steps):
             action = rows.action[min(max(start + k + 1 + lag, 0), last)]
@@ -220,7 +227,10 @@ class OpenLoopReplayer:
                 offset = zero
             else:
                 seen = action if semantics == WITH else rows.action[min(max(start + k + lag, 0), last)]
-                previous = delta(sim.delta_observation(previous, seen))
+                observation = sim.delta_observation(previous, seen)
+                if observations is not None:
+                    observations[k] = observation
+                previous = delta(observation)
                 offset = previous
                 applied[k] = scale * previous
             ctrl = sim.targets(action, offset, scale)
@@ -228,7 +238,7 @@ class OpenLoopReplayer:
                 applied[k] = (ctrl - sim.targets(action, zero, scale))[DRIVEN_MOTORS]
             sim.step(ctrl)
             root_pos[k + 1], root_quat[k + 1], dof[k + 1] = sim.pose()
-        return Trajectory(root_pos, root_quat, dof, applied)
+        return Trajectory(root_pos, root_quat, dof, applied, observations)
 
     def _physics_rate_step(self, action: np.ndarray, previous: np.ndarray,
                            delta: DeltaModel) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -257,7 +267,10 @@ class OpenLoopReplayer:
             metrics[horizon] = {name: f(replayed[:n], recorded[:n]) for name, f in METRIC_FUNCTIONS.items()}
             joints[horizon] = np.abs(trajectory.dof[1:n] - rows.dof[start + 1 : start + n]).mean(axis=0)
         fell = bool((body_distances(replayed, recorded).mean(axis=1) > SUCCESS_THRESHOLD_M).any())
-        return Scores(metrics, joints, fell, np.abs(trajectory.applied_delta).mean(axis=0))
+        sums = None
+        if trajectory.observations is not None:
+            sums = scale_sums(trajectory.observations, trajectory.applied_delta, self.sim.robot, self.sim.clamps_targets)
+        return Scores(metrics, joints, fell, np.abs(trajectory.applied_delta).mean(axis=0), sums, steps)
 
 
 def measured_velocities(rows: MotionRows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

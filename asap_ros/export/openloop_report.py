@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asap_ros.export import closable_gap
+from asap_ros.export import closable_gap, implied_scale
 from asap_ros.export.intervals import mean_interval, relative_change
 from asap_ros.export.openloop import (
     FINETUNE,
@@ -64,6 +64,14 @@ def delta_ranking(result: OpenLoopResult, column: str = WITH) -> list[dict]:
     return [{"rank": n + 1, "joint": result.joint_names[j], "mean_abs_rad": float(size[j]),
              "ratio_to_median": float(size[j] / median) if median > MIN_MEDIAN_RAD else None}
             for n, j in enumerate(np.argsort(-size, kind="stable"))]  # fmt: skip
+
+
+def implied_torque_scale(result: OpenLoopResult) -> dict[str, float | None]:
+    """Joint -> the torque scale the delta's ``with`` replays imply (:mod:`asap_ros.export.implied_scale`)."""
+    scores = [w.scores[WITH] for w in result.windows if w.scores[WITH].scale_sums is not None]
+    sums = np.sum([s.scale_sums for s in scores], axis=0) if scores else np.zeros((2, len(result.joint_names)))
+    scale = implied_scale.implied_scale(sums, sum(s.steps for s in scores))
+    return implied_scale.to_dict(result.joint_names, scale)
 
 
 def lag_scan(result: OpenLoopResult) -> dict:
@@ -142,6 +150,7 @@ def to_dict(result: OpenLoopResult, floor: OpenLoopResult | None = None, floor_s
             "model": result.delta_model,
             "mean_abs_scaled_delta_rad": dict(zip(result.joint_names, delta_size(result).tolist())),
             "ranking": delta_ranking(result),
+            "implied_torque_scale": implied_torque_scale(result),
             "warning": delta_warning(result),
             "physics_rate": None if PHYSICS_RATE not in present else {
                 "mean_abs_scaled_delta_rad": dict(zip(result.joint_names, delta_size(result, PHYSICS_RATE).tolist()))},
@@ -184,6 +193,8 @@ def text_report(summary: dict, top: int = 5) -> str:
         lines += [f"  {r['rank']:>2} {r['joint']:<28} {r['mean_abs_rad'] * MRAD:7.2f}  " + (
                   f"{r['ratio_to_median']:5.1f}× median" if r["ratio_to_median"] is not None else "(median joint: 0)")
                   for r in delta["ranking"][:top]]  # fmt: skip
+        lines += ["", "implied torque scale per joint (1 + Σ(0.25·Δa·u)/Σu², u the PD error), furthest from 100 % first:"]
+        lines += implied_scale.scale_lines(delta["implied_torque_scale"], top)
         if delta["warning"]:
             lines += ["", delta["warning"]]
     scan = summary["lag_scan"]
