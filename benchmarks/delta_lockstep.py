@@ -147,6 +147,7 @@ def main() -> None:
     print("\n## fit, held out by motion (runtime targets): | case | motion | horizon | E_none | E_delta | – | floors |")
     for profile in [p for p in args.profiles if p in (*FIT_PROFILES, "nominal")]:
         for kind in ("auto", "joint"):
+            pooled: dict[float, np.ndarray] = {h: np.zeros(3) for h in HORIZONS}
             for held in MOTIONS:
                 train = [sessions[(profile, m)].rows() for m in MOTIONS if m != held]
                 test = [sessions[(profile, held)].rows()]
@@ -157,23 +158,30 @@ def main() -> None:
                 result = run_openloop(test, nominal, 1.0, STRIDE_S, load_delta_model(str(path)))
                 given = run_openloop(test, replayer(profile), 1.0, STRIDE_S) if profile != "nominal" else None
                 floors = {"nominal floor": nominal_floor} | ({"true-defect floor": given} if given else {})
+                for h, cell in closable_gap(result, nominal_floor, HORIZONS)[held].items():
+                    pooled[h] += [cell.e_none, cell.e_delta or cell.e_none, cell.e_floor or 0.0]
                 label = f"fit {profile} {kind}→{report.kind}"
                 for line in share_lines(label, result, floors):
                     print(line)
                 summary = to_dict(result)
                 print(f"|   {held} held out, {report.ticks} ticks fitted in {fit_s:.0f} s; {change_line(summary)}; "
                       f"{attribution_line(result)}")  # fmt: skip
+            shares = ", ".join(f"{h:g} s {(e[0] - e[1]) / (e[0] - e[2]):.3f}" for h, e in pooled.items())
+            print(f"|   pooled over the held-out motions (each motion's mean alike), nominal floor: S {shares}")
 
     if not args.skip_speed:
         rows = [sessions[("nominal", m)].rows() for m in MOTIONS]
         recorded_s = sum(len(r) / r.fps for r in rows)
-        factors = []
-        for _ in range(3):
-            started = time.perf_counter()
-            run_openloop(rows, nominal, 1.0, 1.0)
-            factors.append(recorded_s / (time.perf_counter() - started))
-        print(f"\n## speed\nopenloop, no delta, 500 Hz, one process: {recorded_s:.1f} s of recording, "
-              f"x real time median {np.median(factors):.0f} over {len(factors)} runs (target >= 30)")  # fmt: skip
+        print("\n## speed")
+        for hz, decimation in ((PHYSICS_HZ, DECIMATION), (200.0, 4)):
+            rate = OpenLoopReplayer(TrainerSim(hz, decimation, targets=RUNTIME_TARGETS), reset_velocity=MEASURED)
+            factors = []
+            for _ in range(3):
+                started = time.perf_counter()
+                run_openloop(rows, rate, 1.0, 1.0)
+                factors.append(recorded_s / (time.perf_counter() - started))
+            print(f"openloop, no delta, {hz:g} Hz, one process: {recorded_s:.1f} s of recording, "
+                  f"x real time median {np.median(factors):.0f} over {len(factors)} runs (target >= 30)")  # fmt: skip
         ticks = sum(len(r) - 1 for r in rows)
         repeats = int(np.ceil(FIT_SPEED_TICKS / ticks))
         started = time.perf_counter()
