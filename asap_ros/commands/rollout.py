@@ -54,8 +54,6 @@ class LockstepG1:
         self._enabled = np.zeros(len(self._tau), dtype=bool)
         self._cmd_encoder = LowCmdEncoder()
         self.commands = 0
-        self.last_command: Any = None
-        """The :class:`~asap_ros.sim.motors.MotorCommand` last delivered (as the motors decoded it)."""
 
     @property
     def now_ns(self) -> int:
@@ -85,7 +83,6 @@ class LockstepG1:
     def deliver(self, motor_command: Any) -> None:
         """Hand one decoded :class:`~asap_ros.sim.motors.MotorCommand` to the motors now."""
         self.sim.gate.push(motor_command, self.now_ns)
-        self.last_command = motor_command
         self.commands += 1
 
     def band(self, action: str) -> None:
