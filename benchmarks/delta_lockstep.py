@@ -166,7 +166,8 @@ def main() -> None:
                 summary = to_dict(result)
                 print(f"|   {held} held out, {report.ticks} ticks fitted in {fit_s:.0f} s; {change_line(summary)}; "
                       f"{attribution_line(result)}")  # fmt: skip
-            shares = ", ".join(f"{h:g} s {(e[0] - e[1]) / (e[0] - e[2]):.3f}" for h, e in pooled.items())
+            shares = ", ".join(f"{h:g} s " + (f"{(e[0] - e[1]) / (e[0] - e[2]):.3f}" if e[0] >= 2 * e[2] else "not measurable")
+                               for h, e in pooled.items())  # fmt: skip
             print(f"|   pooled over the held-out motions (each motion's mean alike), nominal floor: S {shares}")
 
     if not args.skip_speed:
