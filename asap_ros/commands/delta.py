@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="joint: each joint's Δa from its own action, angle and velocity; ridge: from all 108 "
                           "inputs; mlp: a small network; auto: the one whose held-out motions replay best "
                           "(default %(default)s)")  # fmt: skip
+    fit.add_argument("--fit-ticks", type=int, default=3, metavar="N",
+                     help="fit each transition's Δa over the next N policy steps (held over them), so that one "
+                          "jolt is not a target (default %(default)s; 1: the one-step fit)")  # fmt: skip
     fit.add_argument("--threads", type=int, default=0, help="rollout threads (default: all cores)")
     fit.add_argument("--report", type=Path, default=None, metavar="PATH", help="write the fit report as JSON")
 
@@ -39,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     total = sum(max(0, len(r) - 1 - first_row(r, args.skip_start)) for r in recordings)
     with Progress(total, "delta fit", "steps") as bar:
         model, report, _ = fit_delta(recordings, replayer, args.model, args.threads or default_jobs(), bar.advance,
-                                     args.skip_start)
+                                     args.skip_start, args.fit_ticks)
     print(report_text(report))
     print(f"model: {write_model(model, report, args.out, replayer)}")
     if args.report is not None:

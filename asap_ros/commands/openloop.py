@@ -18,9 +18,10 @@ def add_recording_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mocap-filter-ms", type=float, default=0.0,
                         help="root pose of bags: parabola fit over this half window, 0: interpolated as "
                              "asap-ros export writes it (default %(default)s)")  # fmt: skip
-    parser.add_argument("--reset-velocity", choices=("recorded", "trainer"), default="recorded",
-                        help="velocities at a reset: the recorded ones, or the finite differences ASAP's "
-                             "motion library computes from the rows (default %(default)s)")  # fmt: skip
+    parser.add_argument("--reset-velocity", choices=("measured", "recorded", "trainer"), default="measured",
+                        help="velocities at a reset: measured (the gyro, stance-foot leg odometry with the mocap "
+                             "pose, LowState dq), recorded (the mocap fit's root velocities), or the finite "
+                             "differences ASAP's motion library computes from the rows (default %(default)s)")  # fmt: skip
     parser.add_argument("--skip-start", type=float, default=0.0, metavar="S",
                         help="leave out the first S seconds of each recording, e.g. a simulated session's "
                              "elastic-band release as the motion starts (default %(default)s)")  # fmt: skip
@@ -39,8 +40,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stride", type=float, default=1.0, help="window start every S seconds (default %(default)s)")
     parser.add_argument("--delta", type=Path, default=None, metavar="MODEL",
                         help="delta-action model (ONNX actor_obs [1, 108] -> action [1, 23]) to replay with")  # fmt: skip
+    parser.add_argument("--physics-rate-delta", action="store_true",
+                        help="also replay with the delta recomputed every physics step (the trainer's and ASAP's "
+                             "perfect delta computed in the PD; an oracle's ceiling)")  # fmt: skip
     parser.add_argument("--finetune-semantics", action="store_true",
                         help="also replay with the delta as ASAP's fine-tuning adds it (unscaled, one step late)")  # fmt: skip
+    floor = parser.add_mutually_exclusive_group()
+    floor.add_argument("--floor", type=Path, nargs="+", default=None, metavar="NOMINAL_RECORDING",
+                       help="nominal recordings of the same motions: their replay is each motion's floor E_floor "
+                            "for the share of the closable gap S and the measurability R")  # fmt: skip
+    floor.add_argument("--profile", default=None, metavar="PROFILE",
+                       help="simulated data: the floor is the recordings' replay by a simulator given this robot "
+                            "profile's true torque scale (e.g. weak_knees)")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="write every figure as JSON")
     parser.add_argument("--png", type=Path, default=None, metavar="PATH",
                         help="error against horizon and per-joint bars (default: beside --json, else none)")  # fmt: skip
@@ -58,6 +69,29 @@ def load_for(args: argparse.Namespace):  # noqa: ANN201 - heavy types imported l
     return recordings, replayer
 
 
+def replay_floor(args: argparse.Namespace, recordings: list):  # noqa: ANN201 - heavy types imported lazily
+    """The floor's replays (``--floor`` recordings, or ``--profile``'s true defect) and what they are."""
+    from asap_ros.export.motion_rows import load_recordings
+    from asap_ros.export.openloop import OpenLoopReplayer, run_openloop, windows_of
+    from asap_ros.export.progress import Progress
+    from asap_ros.export.trainer_sim import TrainerSim
+
+    if args.floor is None and args.profile is None:
+        return None, None
+    sim = TrainerSim(args.physics_hz, args.decimation, args.sim_config, args.targets, profile=args.profile)
+    replayer = OpenLoopReplayer(sim, reset_velocity=args.reset_velocity)
+    if args.floor is not None:
+        recordings = load_recordings(args.floor, args.episode, args.mocap_topic, args.mocap_filter_ms)
+        source = "nominal recordings " + ", ".join(map(str, args.floor))
+    else:
+        source = f"the recordings replayed by the simulator with profile {args.profile}'s torque scale"
+    total = sum(len(windows_of(r, args.window, args.stride, args.skip_start)) for r in recordings)
+    with Progress(total, "floor", "windows") as bar:
+        result = run_openloop(recordings, replayer, args.window, args.stride, skip_start_s=args.skip_start,
+                              on_window=bar.advance)  # fmt: skip
+    return result, source
+
+
 def run(args: argparse.Namespace) -> int:
     import sys
 
@@ -66,8 +100,9 @@ def run(args: argparse.Namespace) -> int:
     from asap_ros.export.openloop_report import text_report, to_dict, write_json, write_png
     from asap_ros.export.progress import Progress
 
-    if args.finetune_semantics and args.delta is None:
-        raise ConfigError(None, "--finetune-semantics", "needs a delta model (--delta MODEL)")
+    for flag, wanted in (("--finetune-semantics", args.finetune_semantics), ("--physics-rate-delta", args.physics_rate_delta)):
+        if wanted and args.delta is None:
+            raise ConfigError(None, flag, "needs a delta model (--delta MODEL)")
     delta = load_delta_model(str(args.delta)) if args.delta is not None else None
     mismatch = None if delta is None else targets_mismatch(delta, args.targets)
     if mismatch is not None:
@@ -81,8 +116,10 @@ def run(args: argparse.Namespace) -> int:
     with Progress(total, "openloop", "windows") as bar:
         result = run_openloop(recordings, replayer, args.window, args.stride, delta, args.finetune_semantics,
                               delta_path=None if args.delta is None else str(args.delta),
-                              skip_start_s=args.skip_start, on_window=bar.advance)  # fmt: skip
-    summary = to_dict(result)
+                              skip_start_s=args.skip_start, on_window=bar.advance,
+                              physics_rate=args.physics_rate_delta)  # fmt: skip
+    floor, floor_source = replay_floor(args, recordings)
+    summary = to_dict(result, floor, floor_source)
     print(text_report(summary))
     if args.json is not None:
         print(f"json: {write_json(summary, args.json)}")

@@ -84,7 +84,11 @@ class LockstepG1:
 
         payload = self._cmd_encoder.encode_cdr(command, self.config.mode_machine)
         record = LOWCMD_WIRE.from_cdr(payload)
-        self.sim.gate.push(motor_command(record["motor_cmd"][: len(self._tau)]), self.now_ns)
+        self.deliver(motor_command(record["motor_cmd"][: len(self._tau)]))
+
+    def deliver(self, motor_command: Any) -> None:
+        """Hand one decoded :class:`~asap_ros.sim.motors.MotorCommand` to the motors now."""
+        self.sim.gate.push(motor_command, self.now_ns)
         self.commands += 1
 
     def band(self, action: str) -> None:

@@ -166,8 +166,8 @@ class MotionClip:
 _CLIP_ARRAYS = {"root_trans_offset": 3, "root_rot": 4, "dof": None, "action": None}
 _SAVED_MOTION_KEYS = {"actor_obs", "terminate", "root_lin_vel", "root_ang_vel", "dof_vel", "motion_times"}
 """Further keys of motions ASAP saves from a rollout (``motions_for_saving``) and of ``asap-ros export``
-files (with ``action_executed``): accepted, not read."""
-_CLIP_KEYS = set(_CLIP_ARRAYS) | {"pose_aa", "smpl_joints", "fps", "action_executed"} | _SAVED_MOTION_KEYS
+files (with ``action_executed`` and ``gyro``): accepted, not read."""
+_CLIP_KEYS = set(_CLIP_ARRAYS) | {"pose_aa", "smpl_joints", "fps", "action_executed", "gyro"} | _SAVED_MOTION_KEYS
 
 
 def load_clip(path: str | Path, name: str | None = None) -> MotionClip:

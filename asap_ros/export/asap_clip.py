@@ -6,8 +6,9 @@ ASAP saves a motion after every physics step (``motions_for_saving``,
 actor observation of that state and its motion time. Here row i is transition i of
 :mod:`asap_ros.export.pairing`: the state and observation of actor step i + 1 with the action
 of step i. ``{key: {...}}`` holds every key of ``motions_for_saving`` in its dtype (float32;
-``terminate`` int64; ``fps`` a float, ``1 / dt``) plus ``action_executed``; root velocities in
-the world frame, root pose from motion capture, joints from the robot.
+``terminate`` int64; ``fps`` a float, ``1 / dt``) plus ``action_executed`` and ``gyro`` (the IMU's
+angular velocity, pelvis frame: what a reset from measurements uses); root velocities in the
+world frame, root pose from motion capture, joints from the robot.
 
 Written as a plain pickle (protocol 4) of dicts, numpy arrays and a float: no joblib records,
 so :func:`asap_ros.config.clip.load_pickle_restricted` (numpy only) and ``joblib.load`` both read it.
@@ -68,6 +69,7 @@ def clip_fields(aligned: AlignedEpisode, ctx: ExportContext) -> dict[str, object
         "dof_vel": aligned.dq[state][:, ctx.driven_motors],
         "motion_times": ctx.facts.motion_times(aligned.tick[state]),
         "action_executed": executed,
+        "gyro": aligned.gyro[state],
     }
     arrays = {k: v if k == "terminate" else np.asarray(v, dtype=np.float32) for k, v in fields.items()}
     return {**arrays, "fps": ctx.facts.fps}

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
+from asap_ros.export import implied_scale
 from asap_ros.export.delta import DELTA_INPUT_DIM, term_offset
 from asap_ros.export.delta_regression import (
     AUTO,
@@ -36,7 +37,7 @@ from asap_ros.export.delta_regression import (
     unexplained,
     zero_model,
 )
-from asap_ros.export.delta_targets import DETERMINED, DeltaTargetFitter, DeltaTargets
+from asap_ros.export.delta_targets import DETERMINED, HORIZON_TICKS, DeltaTargetFitter, DeltaTargets
 from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.onnx_file import ClampFeature, write_mlp_onnx
 from asap_ros.export.openloop import TARGETS_METADATA, OpenLoopReplayer, run_openloop
@@ -82,6 +83,10 @@ class FitReport:
     residual_after_median: float
     train_unexplained: float
     notes: list[str] = field(default_factory=list)
+    fit_ticks: int = HORIZON_TICKS
+    """Policy steps each transition's target was fitted over."""
+    implied_torque_scale: dict[str, float | None] = field(default_factory=dict)
+    """Joint -> the torque scale the model implies on its training inputs (:mod:`asap_ros.export.implied_scale`)."""
 
     @property
     def undetermined(self) -> list[str]:
@@ -210,10 +215,10 @@ def conditioning(targets: DeltaTargets, joint_names: Sequence[str]) -> list[Join
 
 def fit_delta(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, kind: str = AUTO, threads: int = 1,
               on_step: Callable[[int], None] | None = None, skip_start_s: float = 0.0,
-              ) -> tuple[FittedModel, FitReport, DeltaTargets]:  # fmt: skip
-    """Targets of every transition (after the first ``skip_start_s`` of each recording), the chosen
-    model, and the report."""
-    targets = DeltaTargetFitter(replayer, threads).fit(recordings, on_step, skip_start_s)
+              fit_ticks: int = HORIZON_TICKS) -> tuple[FittedModel, FitReport, DeltaTargets]:  # fmt: skip
+    """Targets of every transition (after the first ``skip_start_s`` of each recording; each fitted over
+    ``fit_ticks`` policy steps), the chosen model, and the report."""
+    targets = DeltaTargetFitter(replayer, threads, horizon=fit_ticks).fit(recordings, on_step, skip_start_s)
     if len(targets) < MIN_TICKS:
         raise ConfigError(recordings[0].source if recordings else None, "recordings",
                           f"too few transitions to fit a delta model (at least {MIN_TICKS})", len(targets))  # fmt: skip
@@ -228,7 +233,9 @@ def fit_delta(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, kind
         conditioning=conditioning(targets, names),
         residual_before_median=float(np.median(targets.residual_before)),
         residual_after_median=float(np.median(targets.residual_after)),
-        train_unexplained=unexplained(model, targets.inputs.astype(np.float64), targets.targets),
+        train_unexplained=unexplained(model, targets.inputs.astype(np.float64), targets.targets), fit_ticks=fit_ticks,
+        implied_torque_scale=implied_scale.to_dict(names, implied_scale.model_scale(
+            model.as_delta(), targets.inputs, replayer.sim.robot, replayer.sim.clamps_targets)),
     )  # fmt: skip
     if held_out_by == "nothing":
         report.notes.append("one recording of one motion: nothing could be held out; the model's settings are fixed "
@@ -257,7 +264,7 @@ def write_model(model: FittedModel, report: FitReport, path: str | Path, replaye
 
 def report_text(report: FitReport) -> str:
     lines = [f"{report.ticks} transitions of {len(report.recordings)} recording(s), motions: {', '.join(report.motions)}; "
-             f"targets: {report.targets}",
+             f"targets: {report.targets}; each Δa fitted over {report.fit_ticks} policy step(s)",
              f"one-step residual |r| median: {report.residual_before_median * 1e3:.1f} without Δa, "
              f"{report.residual_after_median * 1e3:.1f} with the fitted targets (rad / m, ×1000)",
              f"held out by {report.held_out_by}; change of the held-out E_mpjpe at 0.5 s with each candidate:"]  # fmt: skip
@@ -270,6 +277,8 @@ def report_text(report: FitReport) -> str:
         flag = "" if c.determined else "   NOT DETERMINED by the data (the regulariser sets it)"
         lines.append(f"  {c.joint:<28} {c.mean_abs_scaled_target_rad * 1e3:7.2f}  {c.median_resolution:5.2f}  "
                      f"{c.determined_share:4.0%}{flag}")  # fmt: skip
+    lines.append("implied torque scale per joint (the model on its training inputs), furthest from 100 % first:")
+    lines += implied_scale.scale_lines(report.implied_torque_scale)
     if report.undetermined:
         lines.append(f"the data cannot determine Δa for: {', '.join(report.undetermined)}")
     else:

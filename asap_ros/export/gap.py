@@ -22,15 +22,10 @@ import numpy as np
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.state import NUM_MOTORS
 from asap_ros.export.align import AlignedEpisode
+from asap_ros.export.leg_odometry import StanceOdometry
 from asap_ros.export.resample import bracket, interpolate, newest_at
 
 DEFAULT_WINDOW_S = 1.0
-FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
-STANCE_CLEARANCE_M = 0.003
-"""A foot this close to the floor at a reset is taken to be standing (its velocity is zero);
-loaded feet sink about 1 mm into MuJoCo's soft floor."""
-PLANTED_SPEED_M_S = 0.25
-"""...and planted: its speed with the mocap pelvis velocity is below this (mocap noise is a few cm/s)."""
 NOMINAL_PROFILE = "nominal"
 STANDS_OUT_RATIO = 3.0
 STANDS_OUT_MIN_RAD = 0.010
@@ -163,17 +158,14 @@ class OpenLoopReplayer:
     """The nominal MuJoCo G1 stepping recorded commands from recorded states."""
 
     def __init__(self, sim_config_path: str | None = None, assets_dir: str | None = None):
-        import mujoco
-
         from asap_ros.config.assets import asset_path
         from asap_ros.config.paths import config_file
         from asap_ros.config.robot import load_robot_model
         from asap_ros.sim.config import BandConfig, load_sim_config
         from asap_ros.sim.motors import MotorModel
-        from asap_ros.sim.physics import FLOOR_GEOM, G1Physics
+        from asap_ros.sim.physics import G1Physics
         from asap_ros.sim.profile import load_profile
 
-        self._mujoco = mujoco
         config = load_sim_config(sim_config_path)
         robot_file = config.robot if "/" in config.robot else config_file(config.robot)
         self.robot = load_robot_model(robot_file)
@@ -187,11 +179,7 @@ class OpenLoopReplayer:
         joints = model.actuator_trnid[:, 0]
         self._qpos = model.jnt_qposadr[joints]
         self._qvel = model.jnt_dofadr[joints]
-        self._floor = model.geom(FLOOR_GEOM).id
-        colliding = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
-        self._foot_geoms = {
-            foot: [g for g in colliding if model.geom_bodyid[g] == foot] for foot in (model.body(n).id for n in FEET)
-        }
+        self.odometry = StanceOdometry(model)
         self.description = (
             f"{config.model}, {config.physics_rate_hz:g} Hz physics, profile {self.profile.name}, no elastic band"
         )
@@ -200,40 +188,16 @@ class OpenLoopReplayer:
               q: np.ndarray, dq: np.ndarray) -> str:  # fmt: skip
         """Put the body in a recorded state; returns where the pelvis linear velocity came from.
 
-        Angular velocity (body frame): the gyroscope. Linear velocity: the one that keeps the lower
-        foot still when it is within 3 mm of the floor and planted (leg odometry from the gyro and
-        the joint velocities), since a velocity differentiated from mocap is off by a few cm/s and
-        the contacts turn that into a jolt; ``lin_vel_world`` (mocap) otherwise.
+        Angular velocity (body frame): the gyroscope. Linear velocity: stance-foot leg odometry
+        (:class:`~asap_ros.export.leg_odometry.StanceOdometry`), ``lin_vel_world`` (mocap) where no
+        foot is planted.
         """
-        mujoco, model, data = self._mujoco, self.physics.model, self.physics.data
+        data = self.physics.data
         data.qpos[0:3], data.qpos[3:7] = pos, quat_wxyz / np.linalg.norm(quat_wxyz)
-        data.qvel[0:3], data.qvel[3:6] = 0.0, ang_vel_body
+        data.qvel[3:6] = ang_vel_body
         data.qpos[self._qpos], data.qvel[self._qvel] = q, dq
         data.qacc_warmstart[:] = 0.0
-        mujoco.mj_forward(model, data)
-        clearance = {foot: self._clearance(geoms) for foot, geoms in self._foot_geoms.items()}
-        stance = min(clearance, key=clearance.__getitem__)  # the lower foot carries the weight
-        velocity = np.zeros(6)
-        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, stance, velocity, 0)
-        relative = velocity[3:].copy()  # foot velocity with the pelvis at rest; it adds the pelvis velocity
-        planted = np.linalg.norm(lin_vel_world + relative) < PLANTED_SPEED_M_S
-        if clearance[stance] < STANCE_CLEARANCE_M and planted:
-            data.qvel[0:3] = -relative
-            source = "stance"
-        else:
-            data.qvel[0:3] = lin_vel_world
-            source = "mocap"
-        mujoco.mj_forward(model, data)
-        return source
-
-    def _clearance(self, geoms: list[int]) -> float:
-        """Distance from the floor to the nearest of ``geoms`` (negative: penetrating), m."""
-        fromto = np.zeros(6)
-        return min(
-            self._mujoco.mj_geomDistance(self.physics.model, self.physics.data, g, self._floor, 10 * STANCE_CLEARANCE_M,
-                                         fromto)  # fmt: skip
-            for g in geoms
-        )
+        return self.odometry.set_pelvis_velocity(data, lin_vel_world)
 
     def replay_window(self, aligned: AlignedEpisode, start_ns: int, end_ns: int) -> WindowReplay:
         """Reset at the tick ``start_ns`` and step the recorded commands until ``end_ns``."""

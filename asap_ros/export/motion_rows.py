@@ -5,7 +5,8 @@ or such an export (``.pkl``, ``{name: {...}}``, several names allowed). Row i ho
 after actor step i and the raw action i that led there (``docs/export.md``); ASAP's trainer
 applies row n + 1's action to row n's state. The trainer reads ``root_trans_offset``,
 ``pose_aa`` (root rotation and joint angles), ``fps`` and ``action``; the recorded velocities
-(``root_lin_vel``, ``root_ang_vel`` world frame, ``dof_vel``) are read when present.
+(``root_lin_vel``, ``root_ang_vel`` world frame, ``dof_vel``) and the IMU's ``gyro`` (pelvis
+frame) are read when present.
 
 ``action`` must hold the actor's raw output (``0.25·a + default`` is the target). An export
 made with ``--action executed`` (its ``.meta.json`` says so) is refused, and so is a file whose
@@ -37,7 +38,7 @@ from asap_ros.tracking.kinematics import NUM_DRIVEN
 
 TRAINER_KEYS = ("root_trans_offset", "pose_aa", "fps", "action")
 """What ASAP's delta trainer reads of a motion (``motion_lib_base.py``, ``load_motion_with_skeleton``)."""
-VELOCITY_KEYS = ("root_lin_vel", "root_ang_vel", "dof_vel")
+VELOCITY_KEYS = ("root_lin_vel", "root_ang_vel", "dof_vel", "gyro")
 RAW_MARGIN = 0.8
 """Actions are taken for targets or scaled offsets only when that reading tracks the next state
 better than this fraction of the raw reading's median error (raw actions lead the state: a PD
@@ -65,6 +66,8 @@ class MotionRows:
     root_lin_vel_world: np.ndarray | None = None
     root_ang_vel_world: np.ndarray | None = None
     dof_vel: np.ndarray | None = None
+    gyro: np.ndarray | None = None
+    """(T, 3) the IMU's angular velocity, pelvis frame, rad/s (what ``--reset-velocity measured`` resets to)."""
 
     def __len__(self) -> int:
         return len(self.dof)
@@ -103,6 +106,7 @@ def rows_from_fields(fields: dict, name: str, motion: str, source: str, axes: np
         root_lin_vel_world=velocities.get("root_lin_vel"),
         root_ang_vel_world=velocities.get("root_ang_vel"),
         dof_vel=velocities.get("dof_vel"),
+        gyro=velocities.get("gyro"),
     )  # fmt: skip
 
 

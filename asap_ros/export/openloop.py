@@ -12,7 +12,9 @@ horizon, and joint by joint.
 A delta model (ONNX ``actor_obs`` 108 -> ``action`` 23) is queried at every policy step with
 the simulator's observation: ``trainer`` semantics add ``0.25·Δa`` and feed the model the action
 about to be applied (``delta_a_open_loop.py``); ``finetune`` semantics add ``Δa`` unscaled and feed
-it the action applied one step before (``delta_a_closed_loop.py``, what policy fine-tuning sees).
+it the action applied one step before (``delta_a_closed_loop.py``, what policy fine-tuning sees);
+``physics_rate`` semantics query the model every physics step (as the commented perfect delta of
+``delta_a_open_loop.py`` is computed from the joint state in ``_compute_torques``), the rest as ``trainer``.
 With the simulator's ``runtime`` targets every target is clipped to the joint limits as the robot's
 was, and the delta's recorded size is what reaches the target (``clip(with) − clip(without)``).
 """
@@ -25,6 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asap_ros.core.errors import ConfigError
+from asap_ros.core.quaternion import quat_rotate
+from asap_ros.export.implied_scale import scale_sums
 from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.trainer_sim import ACTION_SCALE, TRAINER_TARGETS, BodyState, TrainerSim
 from asap_ros.export.trainer_velocity import joint_velocity, root_angular_velocity, root_linear_velocity
@@ -36,9 +40,12 @@ HORIZONS_S = (0.25, 0.5, 1.0)
 METRICS = ("g_mpjpe_mm", "mpjpe_mm", "vel_mm_per_frame", "acc_mm_per_frame2")
 METRIC_FUNCTIONS = {"g_mpjpe_mm": e_g_mpjpe, "mpjpe_mm": e_mpjpe, "vel_mm_per_frame": e_vel,
                     "acc_mm_per_frame2": e_acc}  # fmt: skip
-RECORDED, TRAINER = "recorded", "trainer"
-RESET_VELOCITIES = (RECORDED, TRAINER)
-WITHOUT, WITH, FINETUNE = "without", "with", "finetune"
+MEASURED, RECORDED, TRAINER = "measured", "recorded", "trainer"
+RESET_VELOCITIES = (MEASURED, RECORDED, TRAINER)
+"""Velocities at a reset: ``measured`` (gyro, stance-foot leg odometry, LowState dq), ``recorded`` (the
+file's mocap-fit root velocities, LowState dq) or ``trainer`` (ASAP's motion-library differences)."""
+WITHOUT, WITH, FINETUNE, PHYSICS_RATE = "without", "with", "finetune", "physics_rate"
+"""Replays: no delta; Δa per policy step (the trainer's); as fine-tuning adds it; Δa recomputed every physics step."""
 LAGS = (-1, 0, 1)
 """Action shifts (policy steps) of the lag scan: the recorded pairing must be best at 0."""
 LAG_HORIZON_S = 0.25
@@ -79,6 +86,8 @@ class Trajectory:
     applied_delta: np.ndarray
     """(n, 23) the target offset the delta added, rad (``0.25·Δa``, or ``Δa`` unscaled; with runtime targets
     the change of the clipped target); zeros without."""
+    observations: np.ndarray | None = None
+    """(n, 108) what the delta was queried on (``with`` semantics only), for its implied torque scale."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,9 @@ class Scores:
     """The mean keypoint distance exceeded 0.5 m (the paper's failure) within the window."""
     mean_applied_delta: np.ndarray
     """(23,) mean |target offset added by the delta| over the window's steps, rad."""
+    scale_sums: np.ndarray | None = None
+    """(2, 23) the implied torque scale's sums (:func:`asap_ros.export.implied_scale.scale_sums`), ``with`` only."""
+    steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -164,6 +176,8 @@ class OpenLoopReplayer:
             if self.reset_velocity == TRAINER:
                 found = (root_linear_velocity(rows.root_pos, rows.dt), root_angular_velocity(rows.root_quat_wxyz, rows.dt),
                          joint_velocity(rows.dof, rows.dt))  # fmt: skip
+            elif self.reset_velocity == MEASURED:
+                found = measured_velocities(rows)
             elif rows.has_velocities:
                 found = (rows.root_lin_vel_world, rows.root_ang_vel_world, rows.dof_vel)  # type: ignore[assignment]
             else:
@@ -181,29 +195,42 @@ class OpenLoopReplayer:
         return cached[1]
 
     def state_at(self, rows: MotionRows, row: int) -> BodyState:
+        """Row ``row``'s state; with ``measured`` velocities its linear velocity is the mocap fallback."""
         lin, ang, dof_vel = self.velocities(rows)
         return BodyState(rows.root_pos[row], rows.root_quat_wxyz[row], lin[row], ang[row], rows.dof[row], dof_vel[row])
+
+    def reset(self, rows: MotionRows, row: int) -> str | None:
+        """Reset the simulator to row ``row`` (``measured``: the pelvis velocity by leg odometry)."""
+        return self.sim.reset(self.state_at(rows, row), leg_odometry=self.reset_velocity == MEASURED)
 
     # --- one replay ---------------------------------------------------------------------------
     def replay(self, rows: MotionRows, start: int, steps: int, lag: int = 0, delta: DeltaModel | None = None,
                semantics: str = WITH) -> Trajectory:  # fmt: skip
         """Reset at row ``start`` and apply the actions of rows ``start + k + 1 + lag`` for ``steps`` steps."""
         sim = self.sim
-        sim.reset(self.state_at(rows, start))
+        self.reset(rows, start)
         root_pos, root_quat, dof = np.empty((steps + 1, 3)), np.empty((steps + 1, 4)), np.empty((steps + 1, 23))
         applied = np.zeros((steps, 23))
         root_pos[0], root_quat[0], dof[0] = sim.pose()
         zero = np.zeros(23)
         previous = np.zeros(23, dtype=np.float32)
         scale = ACTION_SCALE if semantics == WITH else 1.0
+        observations = np.zeros((steps, 108), np.float32) if delta is not None and semantics == WITH else None
         last = len(rows) - 1
         for k in range(steps):
             action = rows.action[min(max(start + k + 1 + lag, 0), last)]
+            if delta is not None and semantics == PHYSICS_RATE:
+                previous, applied[k] = self._physics_rate_step(action, previous, delta)
+                root_pos[k + 1], root_quat[k + 1], dof[k + 1] = sim.pose()
+                continue
             if delta is None:
                 offset = zero
             else:
                 seen = action if semantics == WITH else rows.action[min(max(start + k + lag, 0), last)]
-                previous = delta(sim.delta_observation(previous, seen))
+                observation = sim.delta_observation(previous, seen)
+                if observations is not None:
+                    observations[k] = observation
+                previous = delta(observation)
                 offset = previous
                 applied[k] = scale * previous
             ctrl = sim.targets(action, offset, scale)
@@ -211,7 +238,23 @@ class OpenLoopReplayer:
                 applied[k] = (ctrl - sim.targets(action, zero, scale))[DRIVEN_MOTORS]
             sim.step(ctrl)
             root_pos[k + 1], root_quat[k + 1], dof[k + 1] = sim.pose()
-        return Trajectory(root_pos, root_quat, dof, applied)
+        return Trajectory(root_pos, root_quat, dof, applied, observations)
+
+    def _physics_rate_step(self, action: np.ndarray, previous: np.ndarray,
+                           delta: DeltaModel) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """One policy step with Δa recomputed before every physics step; returns the last Δa and the
+        target offset it added, averaged over the physics steps (rad)."""
+        sim, zero = self.sim, np.zeros(23)
+        applied = np.zeros(23)
+        for _ in range(sim.decimation):
+            previous = delta(sim.delta_observation(previous, action))
+            ctrl = sim.targets(action, previous)
+            if sim.clamps_targets:
+                applied += (ctrl - sim.targets(action, zero))[DRIVEN_MOTORS]
+            else:
+                applied += ACTION_SCALE * previous
+            sim.physics_step(ctrl)
+        return previous, applied / sim.decimation
 
     def score(self, rows: MotionRows, start: int, trajectory: Trajectory, horizons: Sequence[float]) -> Scores:
         """The metrics of a replay against rows ``start``.. of the recording."""
@@ -224,7 +267,23 @@ class OpenLoopReplayer:
             metrics[horizon] = {name: f(replayed[:n], recorded[:n]) for name, f in METRIC_FUNCTIONS.items()}
             joints[horizon] = np.abs(trajectory.dof[1:n] - rows.dof[start + 1 : start + n]).mean(axis=0)
         fell = bool((body_distances(replayed, recorded).mean(axis=1) > SUCCESS_THRESHOLD_M).any())
-        return Scores(metrics, joints, fell, np.abs(trajectory.applied_delta).mean(axis=0))
+        sums = None
+        if trajectory.observations is not None:
+            sums = scale_sums(trajectory.observations, trajectory.applied_delta, self.sim.robot, self.sim.clamps_targets)
+        return Scores(metrics, joints, fell, np.abs(trajectory.applied_delta).mean(axis=0), sums, steps)
+
+
+def measured_velocities(rows: MotionRows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What ``measured`` resets start from: the mocap-fit linear velocity (the leg odometry's fallback),
+    the gyro rotated into the world, the LowState joint velocities (errors name the file and the key)."""
+    missing = [key for key, value in (("gyro", rows.gyro), ("root_lin_vel", rows.root_lin_vel_world),
+                                      ("dof_vel", rows.dof_vel)) if value is None]  # fmt: skip
+    if missing:
+        problem = (f"--reset-velocity measured needs the IMU's gyro, the mocap root_lin_vel and dof_vel; the file has "
+                   f"no {', '.join(missing)} (export the bag again, or use --reset-velocity recorded / trainer)")
+        raise ConfigError(rows.source, f"{rows.name}.{missing[0]}", problem)
+    assert rows.gyro is not None and rows.root_lin_vel_world is not None and rows.dof_vel is not None
+    return rows.root_lin_vel_world, quat_rotate(rows.root_quat_wxyz, rows.gyro), rows.dof_vel
 
 
 def first_row(rows: MotionRows, skip_start_s: float) -> int:
@@ -258,8 +317,9 @@ def clamp_share(recordings: Sequence[MotionRows], sim: TrainerSim) -> ClampShare
 def run_openloop(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, window_s: float = 1.0,
                  stride_s: float = 1.0, delta: DeltaModel | None = None, finetune: bool = False,
                  horizons: Sequence[float] = HORIZONS_S, delta_path: str | None = None, skip_start_s: float = 0.0,
-                 on_window: Callable[[], None] | None = None) -> OpenLoopResult:  # fmt: skip
-    """Every window of every recording, without and (with a model) with the delta; the lag scan; clamps."""
+                 on_window: Callable[[], None] | None = None, physics_rate: bool = False) -> OpenLoopResult:  # fmt: skip
+    """Every window of every recording, without and (with a model) with the delta (``finetune``,
+    ``physics_rate``: also those replays); the lag scan; clamps."""
     if max(horizons) > window_s + 1e-9:
         raise ConfigError(None, "--window", f"must cover the longest horizon ({max(horizons):g} s)", window_s)
     sim = replayer.sim
@@ -279,9 +339,9 @@ def run_openloop(recordings: Sequence[MotionRows], replayer: OpenLoopReplayer, w
             scores = {WITHOUT: replayer.score(rows, start, replayer.replay(rows, start, steps), horizons)}
             if delta is not None:
                 scores[WITH] = replayer.score(rows, start, replayer.replay(rows, start, steps, delta=delta), horizons)
-                if finetune:
-                    trajectory = replayer.replay(rows, start, steps, delta=delta, semantics=FINETUNE)
-                    scores[FINETUNE] = replayer.score(rows, start, trajectory, horizons)
+                for extra in [FINETUNE] * finetune + [PHYSICS_RATE] * physics_rate:
+                    trajectory = replayer.replay(rows, start, steps, delta=delta, semantics=extra)
+                    scores[extra] = replayer.score(rows, start, trajectory, horizons)
             lag_error, lag_mpjpe = {}, {}
             for lag in LAGS:
                 if lag == 0 and LAG_HORIZON_S in scores[WITHOUT].metrics:  # the replay above, its first 0.25 s

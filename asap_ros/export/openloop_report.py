@@ -8,8 +8,19 @@ from pathlib import Path
 
 import numpy as np
 
+from asap_ros.export import closable_gap, implied_scale
 from asap_ros.export.intervals import mean_interval, relative_change
-from asap_ros.export.openloop import FINETUNE, HORIZONS_S, LAG_HORIZON_S, LAGS, METRICS, WITH, WITHOUT, OpenLoopResult
+from asap_ros.export.openloop import (
+    FINETUNE,
+    HORIZONS_S,
+    LAG_HORIZON_S,
+    LAGS,
+    METRICS,
+    PHYSICS_RATE,
+    WITH,
+    WITHOUT,
+    OpenLoopResult,
+)
 from asap_ros.export.trainer_sim import RUNTIME_TARGETS, TRAINER_TARGETS
 
 SCHEMA = "asap_ros.openloop/1"
@@ -20,13 +31,16 @@ METRIC_LABELS = {"g_mpjpe_mm": "E_g-mpjpe mm", "mpjpe_mm": "E_mpjpe mm", "vel_mm
 MRAD = 1000.0
 TARGETS_MEANING = {TRAINER_TARGETS: "ASAP's trainer, no joint-limit clamp",
                    RUNTIME_TARGETS: "clipped to the joint limits as the runtime sent them"}  # fmt: skip
+REPLAYS = (WITHOUT, WITH, PHYSICS_RATE, FINETUNE)
+TITLES = {WITHOUT: "without Δa", WITH: "with Δa", PHYSICS_RATE: "Δa every physics step",
+          FINETUNE: "Δa as fine-tuning adds it"}  # fmt: skip
 MIN_MEDIAN_RAD = 1e-6
 """Below this the median joint's |0.25·Δa| is zero (a model that leaves most joints alone): no ratio."""
 
 
 def columns(result: OpenLoopResult) -> list[str]:
-    """The replays present: ``without``, ``with``, ``finetune``."""
-    return [c for c in (WITHOUT, WITH, FINETUNE) if result.windows and c in result.windows[0].scores]
+    """The replays present: ``without``, ``with``, ``physics_rate``, ``finetune``."""
+    return [c for c in REPLAYS if result.windows and c in result.windows[0].scores]
 
 
 def metric_values(result: OpenLoopResult, column: str, horizon: float, metric: str) -> np.ndarray:
@@ -50,6 +64,14 @@ def delta_ranking(result: OpenLoopResult, column: str = WITH) -> list[dict]:
     return [{"rank": n + 1, "joint": result.joint_names[j], "mean_abs_rad": float(size[j]),
              "ratio_to_median": float(size[j] / median) if median > MIN_MEDIAN_RAD else None}
             for n, j in enumerate(np.argsort(-size, kind="stable"))]  # fmt: skip
+
+
+def implied_torque_scale(result: OpenLoopResult) -> dict[str, float | None]:
+    """Joint -> the torque scale the delta's ``with`` replays imply (:mod:`asap_ros.export.implied_scale`)."""
+    scores = [w.scores[WITH] for w in result.windows if w.scores[WITH].scale_sums is not None]
+    sums = np.sum([s.scale_sums for s in scores], axis=0) if scores else np.zeros((2, len(result.joint_names)))
+    scale = implied_scale.implied_scale(sums, sum(s.steps for s in scores))
+    return implied_scale.to_dict(result.joint_names, scale)
 
 
 def lag_scan(result: OpenLoopResult) -> dict:
@@ -85,8 +107,9 @@ def delta_warning(result: OpenLoopResult, column: str = WITH) -> str | None:
             "the simulator away from the recording; a delta that cannot help at 0.25 s will not be trusted further")
 
 
-def to_dict(result: OpenLoopResult) -> dict:
-    """Every figure (the ``--json`` file)."""
+def to_dict(result: OpenLoopResult, floor: OpenLoopResult | None = None, floor_source: str | None = None) -> dict:
+    """Every figure (the ``--json`` file); ``floor``: the same motions' nominal replays (``floor_source``
+    says which), for the share of the closable gap (:mod:`asap_ros.export.closable_gap`)."""
     present = columns(result)
     horizons: dict[str, dict] = {}
     for horizon in HORIZONS_S:
@@ -119,6 +142,7 @@ def to_dict(result: OpenLoopResult) -> dict:
             "rows": result.clamps.rows, "clamped_rows": result.clamps.clamped_rows,
             "share": result.clamps.clamped_rows / max(1, result.clamps.rows), "per_joint": result.clamps.per_joint},
         "skipped": result.skipped,
+        "closable_gap": closable_gap.to_dict(closable_gap.closable_gap(result, floor), floor_source),
         "delta": None,
     }  # fmt: skip
     if WITH in present:
@@ -126,7 +150,10 @@ def to_dict(result: OpenLoopResult) -> dict:
             "model": result.delta_model,
             "mean_abs_scaled_delta_rad": dict(zip(result.joint_names, delta_size(result).tolist())),
             "ranking": delta_ranking(result),
+            "implied_torque_scale": implied_torque_scale(result),
             "warning": delta_warning(result),
+            "physics_rate": None if PHYSICS_RATE not in present else {
+                "mean_abs_scaled_delta_rad": dict(zip(result.joint_names, delta_size(result, PHYSICS_RATE).tolist()))},
             "finetune": None if FINETUNE not in present else {
                 "mean_abs_delta_rad": dict(zip(result.joint_names, delta_size(result, FINETUNE).tolist())),
                 "ranking": delta_ranking(result, FINETUNE)},
@@ -141,8 +168,8 @@ def _cell(figure: dict, scale: float = 1.0) -> str:
 
 def text_report(summary: dict, top: int = 5) -> str:
     """The console report of :func:`to_dict`'s figures."""
-    present = [c for c in (WITHOUT, WITH, FINETUNE) if c in summary["horizons"]["0.25"]["g_mpjpe_mm"]]
-    titles = {WITHOUT: "without Δa", WITH: "with Δa", FINETUNE: "Δa as fine-tuning adds it"}
+    present = [c for c in REPLAYS if c in summary["horizons"]["0.25"]["g_mpjpe_mm"]]
+    titles = TITLES
     motions = ", ".join(f"{m} {n}" for m, n in summary["motions"].items())
     lines = [f"{summary['windows']} windows of {summary['window_s']:g} s every {summary['stride_s']:g} s ({motions}); "
              f"reset velocity: {summary['reset_velocity']}; targets: {summary['targets']} ({TARGETS_MEANING[summary['targets']]})",
@@ -154,6 +181,7 @@ def text_report(summary: dict, top: int = 5) -> str:
         for metric, figures in entry.items():
             cells = [_cell(figures[c]) for c in present] + [_cell(figures[f"{c}_change"], 100) + " %" for c in present[1:]]
             lines.append(f"| {horizon} s | {METRIC_LABELS[metric]} | " + " | ".join(cells) + " |")
+    lines += [""] + closable_gap.text_lines(summary["closable_gap"])
     joint = summary["joint_error_rad"]["1"]
     worst = sorted(joint[WITHOUT], key=lambda j: -joint[WITHOUT][j])[:top]
     lines += ["", f"joints with the largest error at 1.0 s (mrad, {' / '.join(titles[c] for c in present)}):"]
@@ -165,6 +193,8 @@ def text_report(summary: dict, top: int = 5) -> str:
         lines += [f"  {r['rank']:>2} {r['joint']:<28} {r['mean_abs_rad'] * MRAD:7.2f}  " + (
                   f"{r['ratio_to_median']:5.1f}× median" if r["ratio_to_median"] is not None else "(median joint: 0)")
                   for r in delta["ranking"][:top]]  # fmt: skip
+        lines += ["", "implied torque scale per joint (1 + Σ(0.25·Δa·u)/Σu², u the PD error), furthest from 100 % first:"]
+        lines += implied_scale.scale_lines(delta["implied_torque_scale"], top)
         if delta["warning"]:
             lines += ["", delta["warning"]]
     scan = summary["lag_scan"]
@@ -201,8 +231,8 @@ def write_png(result: OpenLoopResult, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     present = columns(result)
-    colours = {WITHOUT: "tab:blue", WITH: "tab:green", FINETUNE: "tab:red"}
-    labels = {WITHOUT: "without Δa", WITH: "with Δa", FINETUNE: "Δa, fine-tuning semantics"}
+    colours = {WITHOUT: "tab:blue", WITH: "tab:green", PHYSICS_RATE: "tab:olive", FINETUNE: "tab:red"}
+    labels = TITLES
     panels = 3 if WITH in present else 2
     fig, axes = plt.subplots(panels, 1, figsize=(10, 3.8 * panels))
     for metric, style in (("g_mpjpe_mm", "-o"), ("mpjpe_mm", "--s")):

@@ -28,6 +28,7 @@ from asap_ros.config.robot import load_robot_model
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.quaternion import quat_conjugate, quat_rotate
 from asap_ros.export.delta import DELTA_INPUT_TERMS
+from asap_ros.export.leg_odometry import StanceOdometry
 from asap_ros.sim.config import BandConfig, load_sim_config
 from asap_ros.sim.physics import G1Physics
 from asap_ros.sim.profile import load_profile
@@ -66,7 +67,9 @@ class TrainerSim:
     """One MuJoCo G1 stepped the trainer's way; joint arrays in G1 motor order unless named ``driven``."""
 
     def __init__(self, physics_hz: float = PHYSICS_HZ, decimation: int = DECIMATION, sim_config: str | None = None,
-                 targets: str = TRAINER_TARGETS):  # fmt: skip
+                 targets: str = TRAINER_TARGETS, profile: str | None = None):  # fmt: skip
+        """``profile``: a robot profile whose torque scale the motors get (``factor·clip(τ, ±L)``, as
+        :mod:`asap_ros.sim.motors` scales): the simulator given a simulated robot's true defect."""
         if not physics_hz > 0 or decimation < 1:
             raise ConfigError(None, "--physics-hz/--decimation", "must be positive", (physics_hz, decimation))
         if targets not in TARGET_SEMANTICS:
@@ -76,9 +79,9 @@ class TrainerSim:
         config = load_sim_config(sim_config)
         robot_file = config.robot if "/" in config.robot else config_file(config.robot)
         self.robot = load_robot_model(robot_file)
-        profile = load_profile("nominal", self.robot.joint_names)
+        nominal = load_profile("nominal", self.robot.joint_names)
         self.physics = G1Physics(asset_path(config.model), self.robot.joint_names, 1.0 / physics_hz,
-                                 self.robot.default_q, profile, BandConfig(enabled=False), config.source)  # fmt: skip
+                                 self.robot.default_q, nominal, BandConfig(enabled=False), config.source)  # fmt: skip
         self.model, self.data = self.physics.model, self.physics.data
         self.decimation = int(decimation)
         self.physics_hz = float(physics_hz)
@@ -89,7 +92,10 @@ class TrainerSim:
         self.kd = np.asarray(self.robot.kd, dtype=np.float64)
         self.effort_limit = self.physics.effort_limit.copy()
         self._make_pd_actuators()
+        if profile is not None:
+            self._scale_torque(load_profile(profile, self.robot.joint_names).torque_scale)
         self._hold_wrists()
+        self.odometry = StanceOdometry(self.model)
         m = self.model
         joints = m.actuator_trnid[:, 0]
         self._qpos, self._qvel = m.jnt_qposadr[joints], m.jnt_dofadr[joints]
@@ -105,7 +111,7 @@ class TrainerSim:
         self._qpos_offset = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_TIME)
         self._force6 = np.zeros(6)
         self.description = (f"{config.model}, {self.physics_hz:g} Hz physics, policy every {self.decimation} steps, "
-                            "nominal profile, PD kp·(target − q) − kd·dq clipped to the effort limits, target "
+                            f"{profile or 'nominal'} profile, PD kp·(target − q) − kd·dq clipped to the effort limits, target "
                             + ("0.25·(a + Δa) + default (trainer: unclamped)" if targets == TRAINER_TARGETS else
                                "clip(0.25·(a + Δa) + default, joint limits) (runtime)"))  # fmt: skip
 
@@ -126,6 +132,13 @@ class TrainerSim:
         if m.opt.integrator != mujoco.mjtIntegrator.mjINT_EULER:
             raise ConfigError(self.physics.model_path, "option.integrator",
                               "the trainer's explicit PD needs MuJoCo's Euler integrator", int(m.opt.integrator))  # fmt: skip
+
+    def _scale_torque(self, scale: np.ndarray) -> None:
+        """Motor j delivers ``scale[j]·clip(τ, ±L)`` (PD gains and force range scaled alike)."""
+        m, factor = self.model, np.asarray(scale, dtype=np.float64)[:, None]
+        m.actuator_gainprm[:, :1] *= factor
+        m.actuator_biasprm[:, :3] *= factor
+        m.actuator_forcerange *= factor
 
     def _hold_wrists(self) -> None:
         """Make the six wrist joints (not on the training robot, whose wrists are fixed) all but rigid."""
@@ -152,8 +165,12 @@ class TrainerSim:
         """The PD targets are clipped to the joint limits (``runtime`` semantics)."""
         return self.target_semantics == RUNTIME_TARGETS
 
-    def reset(self, state: BodyState) -> None:
-        """Put the body in ``state`` (angular velocity rotated into the free joint's body frame)."""
+    def reset(self, state: BodyState, leg_odometry: bool = False) -> str | None:
+        """Put the body in ``state`` (angular velocity rotated into the free joint's body frame).
+
+        With ``leg_odometry`` the pelvis linear velocity is the stance foot's
+        (:class:`~asap_ros.export.leg_odometry.StanceOdometry`), ``state.lin_vel_world`` only where no
+        foot is planted; returns where it came from (``None`` without)."""
         d = self.data
         mujoco.mj_resetData(self.model, d)
         d.qpos[0:3] = state.root_pos
@@ -163,13 +180,21 @@ class TrainerSim:
         d.qpos[self._driven_qpos] = state.dof
         d.qvel[self._driven_qvel] = state.dof_vel
         d.ctrl[:] = self.default_q
+        if leg_odometry:
+            return self.odometry.set_pelvis_velocity(d, state.lin_vel_world)
         mujoco.mj_forward(self.model, d)
+        return None
 
     def step(self, ctrl: np.ndarray) -> None:
         """One policy step: ``decimation`` physics steps with the PD on ``ctrl`` (29 targets)."""
         self.data.ctrl[:] = ctrl
         for _ in range(self.decimation):
             mujoco.mj_step(self.model, self.data)
+
+    def physics_step(self, ctrl: np.ndarray) -> None:
+        """One physics step with the PD on ``ctrl`` (29 targets)."""
+        self.data.ctrl[:] = ctrl
+        mujoco.mj_step(self.model, self.data)
 
     def state(self) -> np.ndarray:
         """The full physics state vector (for :func:`mujoco.rollout`)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from asap_ros.core.quaternion import quat_conjugate, quat_rotate, quat_to_rotvec
 from asap_ros.export.motion_rows import MotionRows
 from asap_ros.export.trainer_sim import TrainerSim
 from asap_ros.tracking.kinematics import NUM_DRIVEN
@@ -52,3 +53,16 @@ def simulated_rows(torque_scale: np.ndarray | float = 1.0, steps: int = 120, see
     return MotionRows(name=f"{motion}_seed{seed}", motion=motion, source="<trainer simulator>", fps=1 / sim.policy_dt,
                       root_pos=pos, root_quat_wxyz=quat, dof=dof, action=actions[:steps], root_lin_vel_world=lin,
                       root_ang_vel_world=ang, dof_vel=dof_vel)  # fmt: skip
+
+
+def export_fields(rows: MotionRows, action: np.ndarray, axes: np.ndarray) -> dict:
+    """``rows`` as an ``asap-ros export --format asap`` motion entry (with ``action`` as given, and the
+    gyro: the body-frame angular velocity); ``axes``: the driven joints' axes (``pose_aa``)."""
+    pose = np.concatenate([quat_to_rotvec(rows.root_quat_wxyz)[:, None], axes[None] * rows.dof[:, :, None],
+                           np.zeros((len(rows), 3, 3))], axis=1)  # fmt: skip
+    fields = {"root_trans_offset": rows.root_pos.astype(np.float32), "pose_aa": pose.astype(np.float32),
+              "dof": rows.dof.astype(np.float32), "action": action.astype(np.float32), "fps": rows.fps,
+              "root_lin_vel": rows.root_lin_vel_world, "root_ang_vel": rows.root_ang_vel_world, "dof_vel": rows.dof_vel}
+    if rows.root_ang_vel_world is not None:
+        fields["gyro"] = quat_rotate(quat_conjugate(rows.root_quat_wxyz), rows.root_ang_vel_world)
+    return fields

@@ -157,7 +157,7 @@ def load_entry(path: Path) -> tuple[str, dict]:
 
 def test_export_has_asaps_keys_shapes_and_dtypes(exported, asap_saved):
     key, entry = load_entry(exported["asap"])
-    assert set(entry) == ASAP_KEYS | {"action_executed"}
+    assert set(entry) == ASAP_KEYS | {"action_executed", "gyro"}
     for name, value in asap_saved.items():
         if name == "fps":
             assert type(entry[name]) is float and entry[name] == value

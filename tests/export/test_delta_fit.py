@@ -32,7 +32,7 @@ def weak_knees(replayer):
 
 @pytest.fixture(scope="module")
 def fitted(weak_knees, replayer):
-    return fit_delta(weak_knees[:2], replayer, kind="ridge")
+    return fit_delta(weak_knees[:2], replayer, kind="ridge", fit_ticks=1)  # the one-step targets
 
 
 def test_targets_and_model_put_the_gap_on_the_knees(fitted, weak_knees, replayer, tmp_path):
@@ -54,6 +54,20 @@ def test_targets_and_model_put_the_gap_on_the_knees(fitted, weak_knees, replayer
         assert change["value"] < -0.1, (horizon, change)
     assert {r["joint"] for r in held_out["delta"]["ranking"][:2]} == KNEES
     assert "per joint: mean |0.25·Δa| of the targets" in report_text(report)
+
+
+def test_targets_over_several_ticks_carry_further_than_one_step_targets(fitted, weak_knees, replayer):
+    """Δa held over three steps must keep fitting after the first: the held-out motion replays closer."""
+    one = fitted[0]
+    model, report, _ = fit_delta(weak_knees[:2], replayer, kind="ridge")
+    assert report.fit_ticks == 3 and "fitted over 3 policy step(s)" in report_text(report)
+    changes = {}
+    for name, candidate in (("three", model), ("one", one)):
+        held_out = to_dict(run_openloop(weak_knees[2:], replayer, 1.0, 0.25, candidate.as_delta()))
+        changes[name] = [held_out["horizons"][h]["mpjpe_mm"]["with_change"]["value"] for h in ("0.5", "1")]
+    assert all(three < one < 0 for three, one in zip(changes["three"], changes["one"])), changes
+    with pytest.raises(ConfigError, match="--fit-ticks: must be at least 1"):
+        fit_delta(weak_knees[:2], replayer, fit_ticks=0)
 
 
 def test_a_joint_model_chosen_by_held_out_replays(weak_knees, replayer):

@@ -21,7 +21,7 @@ from asap_ros.export.openloop_report import lag_scan, text_report, to_dict, writ
 from asap_ros.export.trainer_sim import TrainerSim
 from asap_ros.export.trainer_velocity import gaussian_filter_rows, joint_velocity, root_linear_velocity
 from asap_ros.testing.delta_oracle import write_oracle_delta
-from asap_ros.testing.trainer_rows import simulated_rows
+from asap_ros.testing.trainer_rows import export_fields, simulated_rows
 from asap_ros.tracking.kinematics import DRIVEN_MOTORS
 
 WEAK = 0.65
@@ -132,16 +132,6 @@ def test_a_delta_model_of_the_wrong_shape_is_refused_naming_the_file(tmp_path):
         load_delta_model(str(tmp_path / "junk.onnx"))
 
 
-def _export_fields(rows, action: np.ndarray, axes: np.ndarray) -> dict:
-    from asap_ros.core.quaternion import quat_to_rotvec
-
-    pose = np.concatenate([quat_to_rotvec(rows.root_quat_wxyz)[:, None], axes[None] * rows.dof[:, :, None],
-                           np.zeros((len(rows), 3, 3))], axis=1)  # fmt: skip
-    return {"root_trans_offset": rows.root_pos.astype(np.float32), "pose_aa": pose.astype(np.float32),
-            "dof": rows.dof.astype(np.float32), "action": action.astype(np.float32), "fps": rows.fps,
-            "root_lin_vel": rows.root_lin_vel_world, "root_ang_vel": rows.root_ang_vel_world, "dof_vel": rows.dof_vel}  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def axes():
     from asap_ros.export.pose_aa import driven_joint_axes
@@ -152,7 +142,7 @@ def axes():
 def test_a_pickle_reads_back_as_the_rows_and_replays_the_same(nominal_rows, replayer, axes, robot, tmp_path):
     stem = "session_x_ep001_kick_level1"
     path = tmp_path / f"{stem}.pkl"
-    path.write_bytes(pickle.dumps({stem: _export_fields(nominal_rows, nominal_rows.action, axes)}, protocol=4))
+    path.write_bytes(pickle.dumps({stem: export_fields(nominal_rows, nominal_rows.action, axes)}, protocol=4))
     default_q = robot.default_q[DRIVEN_MOTORS]
     (rows,) = load_pickle_rows(path, axes, default_q, 0.25)
     assert rows.motion == "kick_level1" and rows.name == stem
@@ -168,26 +158,26 @@ def test_actions_that_are_not_raw_are_refused(nominal_rows, axes, robot, tmp_pat
     default_q = robot.default_q[DRIVEN_MOTORS]
     check_raw_actions(nominal_rows, default_q, 0.25)
     targets = 0.25 * nominal_rows.action + default_q  # what a logger of joint_pos_cmd would save
-    rows = rows_from_fields(_export_fields(nominal_rows, targets, axes), "t", "t", "t.pkl", axes)
+    rows = rows_from_fields(export_fields(nominal_rows, targets, axes), "t", "t", "t.pkl", axes)
     with pytest.raises(ConfigError, match=r"t\.pkl: t\.action: the action key does not hold raw actor output: it "
                                           r"reads as joint position targets"):  # fmt: skip
         check_raw_actions(rows, default_q, 0.25)
     stem = "session_x_ep001_kick_level1"
-    (tmp_path / f"{stem}.pkl").write_bytes(pickle.dumps({stem: _export_fields(nominal_rows, nominal_rows.action, axes)}))
+    (tmp_path / f"{stem}.pkl").write_bytes(pickle.dumps({stem: export_fields(nominal_rows, nominal_rows.action, axes)}))
     (tmp_path / f"{stem}.meta.json").write_text(json.dumps({"motion": "kick_level1", "action": "executed"}))
     with pytest.raises(ConfigError, match=r"meta\.json: action: the action key holds the executed"):
         load_pickle_rows(tmp_path / f"{stem}.pkl", axes, default_q, 0.25)
 
 
 def test_a_motion_file_without_action_is_refused_naming_the_key(nominal_rows, axes, tmp_path):
-    fields = _export_fields(nominal_rows, nominal_rows.action, axes)
+    fields = export_fields(nominal_rows, nominal_rows.action, axes)
     del fields["action"]
     with pytest.raises(ConfigError, match=r"m\.pkl: m\.action: missing: the delta trainer's motion file needs"):
         rows_from_fields(fields, "m", "m", "m.pkl", axes)
 
 
 def test_reset_velocity_recorded_needs_the_velocity_keys(nominal_rows, axes, replayer):
-    fields = _export_fields(nominal_rows, nominal_rows.action, axes)
+    fields = export_fields(nominal_rows, nominal_rows.action, axes)
     for key in ("root_lin_vel", "root_ang_vel", "dof_vel"):
         del fields[key]
     rows = rows_from_fields(fields, "m", "m", "m.pkl", axes)
@@ -197,11 +187,22 @@ def test_reset_velocity_recorded_needs_the_velocity_keys(nominal_rows, axes, rep
     assert len(run_openloop([rows], trainer, 1.0, 1.0).windows) == 1
 
 
+def test_reset_velocity_measured_needs_the_gyro(nominal_rows, axes, replayer):
+    fields = export_fields(nominal_rows, nominal_rows.action, axes)
+    measured = OpenLoopReplayer(replayer.sim, replayer.keypoints, reset_velocity="measured")
+    result = run_openloop([rows_from_fields(fields, "m", "m", "m.pkl", axes)], measured, 1.0, 1.0)
+    del fields["gyro"]
+    rows = rows_from_fields(fields, "m", "m", "m.pkl", axes)
+    with pytest.raises(ConfigError, match=r"m\.pkl: m\.gyro: --reset-velocity measured needs the IMU's gyro"):
+        run_openloop([rows], measured, 1.0, 1.0)
+    assert result.reset_velocity == "measured" and len(result.windows) == 1
+
+
 def test_the_replayer_never_serves_one_motion_the_figures_of_another(nominal_rows, axes, sim):
     # motions loaded one after another, each freed before the next: the one without velocities must be
     # refused and each must get its own recorded keypoints, whichever address it lands at
     replayer = OpenLoopReplayer(sim)
-    fields = _export_fields(nominal_rows, nominal_rows.action, axes)
+    fields = export_fields(nominal_rows, nominal_rows.action, axes)
     bare = {k: v for k, v in fields.items() if k not in ("root_lin_vel", "root_ang_vel", "dof_vel")}
     for i in range(40):
         rows = rows_from_fields(dict(fields), "m", "m", "m.pkl", axes)
