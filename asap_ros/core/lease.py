@@ -57,8 +57,9 @@ HANDOVER_GAP_NS = 30_000_000
 longer than a 20 ms control period, so no 20 ms window holds two writers."""
 DDS_LEASE_NS = 10_000_000_000
 """Cyclone DDS's default participant lease (``CYCLONEDDS_URI`` may set another, which the deploy
-node reads: :attr:`WriteLease.dds_lease_ns`): a process stalled this long has been forgotten by its peers, which must discover it again before its beats reach the
-supervisor and the supervisor's grants reach it (measured: about 1 s on loopback)."""
+node reads: :attr:`WriteLease.dds_lease_ns`): a process stalled this long has been forgotten by
+its peers, which must discover it again before its beats reach the supervisor and the
+supervisor's grants reach it (measured: about 1 s on loopback)."""
 REDISCOVERY_WAIT_NS = 3_000_000_000
 """How long the deploy node waits for the supervisor's word after a stall of at least
 :data:`DDS_LEASE_NS` (instead of one control period) before it blames the supervisor's silence."""
@@ -68,8 +69,8 @@ the deploy node streams damping itself. The supervisor sends a TAKEOVER grant ev
 and stops writing 10 ms after its newest one, so 60 ms leaves the :data:`HANDOVER_GAP_NS`
 between its last command and the deploy node's first; damping resumes within 60 ms + one control
 period (80 ms) of the supervisor's last grant, 90 ms of its last command: within the robot's
-command timeout. The supervisor, in turn, writes no sooner than
-this after its first TAKEOVER grant unless the deploy node said it yielded or exited."""
+command timeout. The supervisor, in turn, writes no sooner than this after its first TAKEOVER
+grant unless the deploy node said it yielded or exited."""
 COMMAND_TIMEOUT_NS = 100_000_000
 """The robot's command timeout (the simulated G1's; measure the real one, docs/operating.md): a
 gap between two commands longer than this and its motors went limp."""

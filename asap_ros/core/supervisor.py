@@ -17,8 +17,9 @@ Rules:
   lower session id grants. A SECONDARY takes authority once no other supervisor was heard for
   ``takeover_after_ns``, and only on fresh input: a beat within :data:`FRESH_BEAT_NS` that shows
   the deploy node has left the old supervisor (it obeys none or this one, or streams damping on
-  its own), or the deploy process gone or silent as long; the robot heard within :data:`FRESH_ROBOT_NS`; and no
-  rt/lowcmd from a participant other than the deploy node's for ``takeover_after_ns``. It
+  its own), or the deploy process gone or silent as long; the robot heard within
+  :data:`FRESH_ROBOT_NS`; and no rt/lowcmd from a participant other than the deploy node's for
+  ``takeover_after_ns``. It
   decides no takeover in the step it takes authority, and counts the deploy node's lease and
   silence from that step.
 - **Every e-stop is latched**, whatever the authority: a LISTENING or SECONDARY supervisor
@@ -43,8 +44,7 @@ Rules:
   decided it within one ``write_period_ns`` (:meth:`Tick.allows_write`): a write later than that
   is dropped, as the deploy node drops a step's command that outlived its lease. After a stall of
   its own (no step for ``stall_ns``) the supervisor writes nothing, and sends no TAKEOVER grant,
-  for ``resync_ns``: it hears the
-  bus first.
+  for ``resync_ns``: it hears the bus first.
 - **A held e-stop**: latched until :meth:`reset`, which is refused while the remote's combo is
   held; ESTOP grants meanwhile, so the deploy node refuses Reset, Stand and Start. An e-stop the
   deploy node holds from an earlier supervisor (its beats say so) is taken over at start-up.
