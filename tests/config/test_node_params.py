@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from asap_ros.config.controller import SAFETY_BOUNDS, STAND_UP_DURATION_S, load_controller_config
-from asap_ros.config.node_params import DEPLOY_PARAMS, check_value
+from asap_ros.config.node_params import DEPLOY_PARAMS, SUPERVISOR_PARAMS, check_value
 from asap_ros.config.reader import ConfigReader
 from asap_ros.core.errors import ConfigError
 from asap_ros.core.safety import SafetyConfig
@@ -79,3 +79,19 @@ def test_the_recorder_compressions_are_those_the_bag_writer_knows() -> None:
     from asap_ros.recording.bag_writer import COMPRESSIONS
 
     assert RECORDER_COMPRESSIONS == tuple(COMPRESSIONS)
+
+
+def test_a_damping_rate_below_25_hz_is_refused() -> None:
+    """Below 25 Hz the supervisor's write period passes the 40 ms its takeover timing counts on:
+    it would never write (N9)."""
+    spec = next(s for s in SUPERVISOR_PARAMS if s.name == "damping_rate_hz")
+    assert check_value(spec, 25.0, "supervisor.yaml") == 25.0
+    with pytest.raises(ConfigError, match=r"damping_rate_hz: out of range: allowed 25 <= value <= 1000 \(got 20\.0\)"):
+        check_value(spec, 20.0, "supervisor.yaml")
+
+
+@pytest.mark.parametrize(("name", "low"), [("lease_ms", 50.0), ("command_timeout_ms", 10.0)])
+def test_the_deploy_nodes_lease_cap_and_command_timeout_are_checked(name: str, low: float) -> None:
+    spec = DEPLOY[name]
+    with pytest.raises(ConfigError, match=rf"{name}: out of range"):
+        check_value(spec, low / 2, "deploy.yaml")
