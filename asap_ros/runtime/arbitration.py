@@ -174,7 +174,6 @@ class LowCmdArbiter:
         """``lease_ns``: the longest lease any grant gives (the deploy node's ``lease_ms``);
         ``command_timeout_ns``: the robot's (``command_timeout_ms``)."""
         from asap_ros.runtime.dds import PolledReader, RawWriter
-
         from asap_ros.runtime.dds_lease import configured_lease_ns
 
         self.lease = WriteLease(new_session(), period_ns, lease_ns=lease_ns, command_timeout_ns=command_timeout_ns,
