@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,20 @@ def dds_domain() -> int:
     return process_domain()
 
 
+ONCE_STEP = ("kilted", (3, 11))
+"""The CI step that runs the tests marked ``once`` (pure Python, no ROS, no DDS, no native
+extension: a second distribution or interpreter proves nothing new of them)."""
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test outside ``tests/e2e/`` that asks for DDS fails: it would slip into the fast tier."""
+    """A test outside ``tests/e2e/`` that asks for DDS fails: it would slip into the fast tier.
+    A ``once`` test runs only in :data:`ONCE_STEP`."""
     if "dds_domain" in getattr(item, "fixturenames", ()) and item.get_closest_marker("e2e") is None:
         pytest.fail(f"{item.nodeid} uses DDS (dds_domain): move it to tests/e2e/", pytrace=False)
+    if item.get_closest_marker("once") is not None:
+        step = (os.environ.get("ASAP_ROS_DISTRO", "kilted"), sys.version_info[:2])
+        if step != ONCE_STEP:
+            pytest.skip(f"runs once, on ROS 2 {ONCE_STEP[0]} with Python 3.{ONCE_STEP[1][1]} (pure Python)")
 
 
 _exit_status = 0

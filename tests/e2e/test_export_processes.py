@@ -53,6 +53,7 @@ def test_asap_clip_loads_in_fresh_python_with_numpy_only(tmp_path, assets):
         "dof_vel": [[rows, 23], "float32"],
         "motion_times": [[rows], "float32"],
         "action_executed": [[rows, 23], "float32"],
+        "gyro": [[rows, 3], "float32"],
     }
 
 

@@ -54,7 +54,9 @@ def test_a_hung_deploy_node_that_resumes_never_writes_beside_the_supervisor(syst
     resumed_at = time.time_ns()
     taken = "e-stop: supervisor took over rt/lowcmd (deploy silent for"
     caught = "e-stop: a LowCmd write returned after its lease had ended"  # the stop came inside a write
-    assert system.ros.spin_until(lambda: system.ros.latched.get(FAULT, "").startswith((taken, caught)), 10.0), \
+    stalled = "e-stop: the control loop stalled"  # its first step after the stop, before the TAKEOVER grants came
+    assert system.ros.spin_until(lambda: system.ros.latched.get(FAULT, "").startswith((taken, caught, stalled)),
+                                 10.0), \
         (system.ros.latched, system.log("deploy"))
     time.sleep(1.0)
     samples = system.lowcmd.between(stopped_at - 500_000_000, time.time_ns())
