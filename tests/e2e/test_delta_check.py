@@ -82,8 +82,8 @@ def test_the_oracle_delta_on_the_torque65_session(torque65, tmp_path, capsys):
 
 def test_a_delta_fitted_on_the_weak_knees_session(weak_knees_kick_session, tmp_path, capsys):
     model, report = tmp_path / "delta.onnx", tmp_path / "fit.json"
-    # the one-step targets, whose sizes rank the weak joints (3-step targets, the default, spread a
-    # jolt over their window: on one real-time kick session both ankles and a hip outranked the knees)
+    # one-step targets: each is the correction of one step, so their sizes rank the weak joints
+    # (a 3-step target, the default, spreads a contact's jolt over its window and ranks nothing)
     assert main(["delta", "fit", str(weak_knees_kick_session.bag), "--fit-ticks", "1", "--out", str(model),
                  "--report", str(report)]) == 0
     out = capsys.readouterr().out
